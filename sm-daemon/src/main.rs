@@ -1,0 +1,5 @@
+//! The `ibsm` command line.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

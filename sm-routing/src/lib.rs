@@ -1,0 +1,1 @@
+//! Routing engines of `ibsm`. Not built yet; see issue 4.

@@ -1,0 +1,1 @@
+//! The in-process simulated fabric of `ibsm`. Not built yet; see issue 5.
