@@ -1,2 +1,9 @@
 //! The fabric model of `ibsm`: nodes, ports, links and LIDs, and the text formats that
-//! describe them. Not built yet beyond this placeholder; see issue 3.
+//! describe them.
+
+pub mod fabric;
+pub mod lid;
+pub mod topo;
+
+pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
+pub use topo::{TopoError, TopoErrorKind, Topology, read_topology, read_topology_str};
