@@ -1,5 +1,27 @@
-//! The `ibsm` command line.
+//! `ibsm`: the InfiniBand subnet manager's command line.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// An InfiniBand subnet manager, routing analyser and virtual fabric.
+#[derive(Debug, Parser)]
+#[command(name = "ibsm", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Generate a topology (fat-tree, torus, mesh, dragonfly, random) as an ibnetdiscover /
+    /// ibsim net file.
+    Gen(cmd::generate::Args),
+}
 
 fn main() -> anyhow::Result<()> {
-    Ok(())
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Gen(a) => cmd::generate::run(a),
+    }
 }

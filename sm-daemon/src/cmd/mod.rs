@@ -1,0 +1,3 @@
+//! One module per `ibsm` subcommand: clap arguments and a `run` function.
+
+pub(crate) mod generate;
