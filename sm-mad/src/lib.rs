@@ -21,6 +21,7 @@ pub mod mad;
 pub mod node_description;
 pub mod node_info;
 pub mod pkey_table;
+pub mod sl2vl;
 pub mod smp;
 mod types;
 
