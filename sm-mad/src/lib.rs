@@ -24,6 +24,7 @@ pub mod pkey_table;
 pub mod sl2vl;
 pub mod smp;
 mod types;
+pub mod vl_arb;
 
 pub use bits::{Bytes, Field, WireScalar, WireValue};
 pub use error::{Error, Result, RmppError};
