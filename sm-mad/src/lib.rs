@@ -19,6 +19,7 @@ pub mod bits;
 mod error;
 pub mod lft;
 pub mod mad;
+pub mod mft;
 pub mod node_description;
 pub mod node_info;
 pub mod pkey_table;
