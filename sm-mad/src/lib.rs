@@ -17,12 +17,17 @@
 pub mod attr;
 pub mod bits;
 mod error;
+pub mod lft;
 pub mod mad;
+pub mod mft;
 pub mod node_description;
 pub mod node_info;
+pub mod pkey_table;
 pub mod port_info;
+pub mod sl2vl;
 pub mod smp;
 mod types;
+pub mod vl_arb;
 
 pub use bits::{Bytes, Field, WireScalar, WireValue};
 pub use error::{Error, Result, RmppError};
