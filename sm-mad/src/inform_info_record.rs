@@ -286,4 +286,16 @@ mod tests {
         assert_eq!(v["enum"], 0);
         assert_eq!(v["inform_info"]["type"], "All");
     }
+
+    proptest::proptest! {
+        // Any input either fails cleanly or survives parse -> emit -> parse.
+        #[test]
+        fn arbitrary_input(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..256)) {
+            if let Ok(r) = Repr::parse(&bytes) {
+                let mut out = [0u8; LEN];
+                r.emit(&mut out).unwrap();
+                proptest::prop_assert_eq!(Repr::parse(&out).unwrap(), r);
+            }
+        }
+    }
 }

@@ -21,6 +21,7 @@ pub mod inform_info;
 pub mod inform_info_record;
 pub mod mad;
 pub mod mcmember_record;
+pub mod multipath_record;
 pub mod node_description;
 pub mod node_info;
 pub mod path_record;
