@@ -390,6 +390,7 @@ macro_rules! wire_struct {
             /// Every field as (name, bit offset, bit width); all other bits are reserved.
             pub const ALL: &[(&str, usize, usize)] = &[ $( (stringify!($field), $off, $width), )* ];
 
+            #[allow(clippy::int_plus_one)] // one-bit fields make `off + 1 <= len`
             const _: () = {
                 $( assert!($off + $width <= super::LEN * 8, concat!("field ", stringify!($field), " overruns the structure")); )*
             };
