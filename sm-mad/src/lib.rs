@@ -26,6 +26,7 @@ pub mod mft;
 pub mod multipath_record;
 pub mod node_description;
 pub mod node_info;
+pub mod notice;
 pub mod path_record;
 pub mod pkey_table;
 pub mod port_info;
