@@ -52,10 +52,12 @@ impl Method {
         self.to_raw_value() & 0x80 != 0
     }
 
-    /// The response method that answers this request (`Set` is answered by `GetResp`).
+    /// The method that answers this one (`Set` is answered by `GetResp`, `Trap` by
+    /// `TrapRepress`, which has no response bit).
     pub const fn response(self) -> Method {
         match self {
             Method::Get | Method::Set => Method::GetResp,
+            Method::Trap => Method::TrapRepress,
             Method::Report => Method::ReportResp,
             Method::GetTable => Method::GetTableResp,
             Method::GetMulti => Method::GetMultiResp,
@@ -258,6 +260,7 @@ mod tests {
     fn responses() {
         assert_eq!(Method::Set.response(), Method::GetResp);
         assert_eq!(Method::GetTable.response(), Method::GetTableResp);
-        assert_eq!(Method::Trap.response(), Method::Unknown(0x85));
+        assert_eq!(Method::Trap.response(), Method::TrapRepress);
+        assert_eq!(Method::Send.response(), Method::Unknown(0x83));
     }
 }
