@@ -391,7 +391,6 @@ macro_rules! wire_struct {
             pub const ALL: &[(&str, usize, usize)] = &[ $( (stringify!($field), $off, $width), )* ];
 
             #[allow(clippy::int_plus_one)] // 1-bit fields expand to `off + 1 <= len`
-            #[allow(clippy::int_plus_one)] // one-bit fields make `off + 1 <= len`
             const _: () = {
                 $( assert!($off + $width <= super::LEN * 8, concat!("field ", stringify!($field), " overruns the structure")); )*
             };
