@@ -390,6 +390,8 @@ macro_rules! wire_struct {
             /// Every field as (name, bit offset, bit width); all other bits are reserved.
             pub const ALL: &[(&str, usize, usize)] = &[ $( (stringify!($field), $off, $width), )* ];
 
+            // A 1-bit field makes `off + 1 <= len`, which clippy would rewrite.
+            #[allow(clippy::int_plus_one)]
             const _: () = {
                 $( assert!($off + $width <= super::LEN * 8, concat!("field ", stringify!($field), " overruns the structure")); )*
             };

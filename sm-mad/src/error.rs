@@ -42,7 +42,9 @@ pub enum Error {
     #[error("directed-route SMP: hop_count {0} exceeds 63")]
     HopCountTooLarge(u8),
     /// A record length (SA attribute offset) that does not fit the payload.
-    #[error("SA MAD: attribute_offset {offset} (x8 bytes) does not fit a {record} record of {need} bytes")]
+    #[error(
+        "SA MAD: attribute_offset {offset} (x8 bytes) does not fit a {record} record of {need} bytes"
+    )]
     BadAttributeOffset {
         record: &'static str,
         offset: u16,

@@ -20,6 +20,7 @@ mod error;
 pub mod mad;
 pub mod node_description;
 pub mod node_info;
+pub mod port_info;
 pub mod smp;
 mod types;
 
