@@ -21,7 +21,9 @@ pub mod mad;
 pub mod node_description;
 pub mod node_info;
 pub mod port_info;
+pub mod sm_info;
 pub mod smp;
+pub mod switch_info;
 mod types;
 
 pub use bits::{Bytes, Field, WireScalar, WireValue};
