@@ -17,6 +17,7 @@
 pub mod attr;
 pub mod bits;
 mod error;
+pub mod guid_info;
 pub mod mad;
 pub mod node_description;
 pub mod node_info;
