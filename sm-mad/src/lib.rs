@@ -16,6 +16,7 @@
 
 pub mod attr;
 pub mod bits;
+pub mod class_port_info;
 mod error;
 pub mod guid_info;
 pub mod mad;
