@@ -217,4 +217,19 @@ mod tests {
         assert_eq!(v["trap_pkey"], "0x7fff");
         assert_eq!(v["capability_mask2"], 1);
     }
+
+    proptest::proptest! {
+        // Any input parses; emit keeps every field and clears only reserved bits.
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 72)) {
+            let r = Repr::parse(&b).unwrap();
+            let mut out = [0xa5u8; 72];
+            r.emit(&mut out).unwrap();
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+            for (o, i) in out.iter().zip(&b) {
+                proptest::prop_assert_eq!(o & !i, 0);
+            }
+            proptest::prop_assert_eq!(Repr::parse(&out).unwrap(), r);
+        }
+    }
 }

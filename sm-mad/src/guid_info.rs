@@ -240,4 +240,14 @@ mod tests {
         assert_eq!(v["guid_block"][0], "0x0000000000100001");
         assert_eq!(v["guid_block"].as_array().unwrap().len(), 8);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 64)) {
+            let r = Repr::parse(&b).unwrap();
+            let mut out = [0xa5u8; 64];
+            r.emit(&mut out).unwrap();
+            proptest::prop_assert_eq!(&out[..], &b[..]);
+        }
+    }
 }

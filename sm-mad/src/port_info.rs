@@ -771,4 +771,19 @@ mod tests {
         assert_eq!(s.data.0, CA_PORT);
         assert_eq!(s.attribute::<Repr>().unwrap(), ca_port());
     }
+
+    proptest::proptest! {
+        // Any input parses; emit keeps every field and clears only reserved bits.
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 64)) {
+            let r = Repr::parse(&b).unwrap();
+            let mut out = [0xa5u8; 64];
+            r.emit(&mut out).unwrap();
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+            for (o, i) in out.iter().zip(&b) {
+                proptest::prop_assert_eq!(o & !i, 0);
+            }
+            proptest::prop_assert_eq!(Repr::parse(&out).unwrap(), r);
+        }
+    }
 }

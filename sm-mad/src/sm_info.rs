@@ -147,4 +147,19 @@ mod tests {
         assert_eq!(v["sm_state"], "Master");
         assert_eq!(v["guid"], "0x0000000000200000");
     }
+
+    proptest::proptest! {
+        // Any input parses; emit keeps every field and clears only reserved bits.
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, 21)) {
+            let r = Repr::parse(&b).unwrap();
+            let mut out = [0xa5u8; 21];
+            r.emit(&mut out).unwrap();
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+            for (o, i) in out.iter().zip(&b) {
+                proptest::prop_assert_eq!(o & !i, 0);
+            }
+            proptest::prop_assert_eq!(Repr::parse(&out).unwrap(), r);
+        }
+    }
 }
