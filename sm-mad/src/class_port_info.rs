@@ -37,7 +37,6 @@ wire_struct! {
         redirect_tc: u8 = REDIRECT_TC @ 192, 8;
         redirect_sl: Sl = REDIRECT_SL @ 200, 4;
         redirect_fl: u32 = REDIRECT_FL @ 204, 20;
-        /// Zero when the class is not redirected.
         redirect_lid: Lid = REDIRECT_LID @ 224, 16;
         redirect_pkey: PKey = REDIRECT_PKEY @ 240, 16;
         redirect_qp: u32 = REDIRECT_QP @ 264, 24;
@@ -46,7 +45,6 @@ wire_struct! {
         trap_tc: u8 = TRAP_TC @ 448, 8;
         trap_sl: Sl = TRAP_SL @ 456, 4;
         trap_fl: u32 = TRAP_FL @ 460, 20;
-        /// Zero when traps go to the SM's default destination.
         trap_lid: Lid = TRAP_LID @ 480, 16;
         trap_pkey: PKey = TRAP_PKEY @ 496, 16;
         trap_hl: u8 = TRAP_HL @ 512, 8;

@@ -30,10 +30,10 @@ wire_struct! {
         outbound_enforcement_cap: bool = OUTBOUND_ENFORCEMENT_CAP @ 129, 1;
         filter_raw_inbound_cap: bool = FILTER_RAW_INBOUND_CAP @ 130, 1;
         filter_raw_outbound_cap: bool = FILTER_RAW_OUTBOUND_CAP @ 131, 1;
-        /// Port 0 is an enhanced port (it takes part in flow control and has its own PortInfo
-        /// link settings).
+        /// Port 0 is an enhanced port 0, not a base one.
         enhanced_port0: bool = ENHANCED_PORT0 @ 132, 1;
-        /// Highest multicast LID in use, when PortInfo declares IsMulticastFDBTopSupported.
+        /// Upper bound of the multicast forwarding table the switch uses; honoured when
+        /// PortInfo declares IsMulticastFDBTopSupported.
         multicast_fdb_top: Lid = MULTICAST_FDB_TOP @ 144, 16;
     }
 }
