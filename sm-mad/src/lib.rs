@@ -16,7 +16,9 @@
 
 pub mod attr;
 pub mod bits;
+pub mod class_port_info;
 mod error;
+pub mod guid_info;
 pub mod inform_info;
 pub mod inform_info_record;
 pub mod lft;
@@ -32,7 +34,9 @@ pub mod pkey_table;
 pub mod port_info;
 pub mod service_record;
 pub mod sl2vl;
+pub mod sm_info;
 pub mod smp;
+pub mod switch_info;
 mod types;
 pub mod vl_arb;
 
