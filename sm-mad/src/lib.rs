@@ -20,6 +20,8 @@ mod error;
 pub mod mad;
 pub mod node_description;
 pub mod node_info;
+pub mod rmpp;
+pub mod sa;
 pub mod smp;
 mod types;
 

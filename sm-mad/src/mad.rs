@@ -167,7 +167,13 @@ wire_struct! {
 
 impl Repr {
     /// A request header of `class` with the class's version.
-    pub fn request(class: MgmtClass, method: Method, tid: Tid, attr_id: u16, attr_mod: u32) -> Repr {
+    pub fn request(
+        class: MgmtClass,
+        method: Method,
+        tid: Tid,
+        attr_id: u16,
+        attr_mod: u32,
+    ) -> Repr {
         Repr {
             base_version: BASE_VERSION,
             mgmt_class: class,
@@ -227,7 +233,11 @@ mod tests {
         );
         assert!(matches!(
             Repr::parse(&HDR[..23]),
-            Err(Error::Truncated { need: 24, got: 23, .. })
+            Err(Error::Truncated {
+                need: 24,
+                got: 23,
+                ..
+            })
         ));
     }
 

@@ -88,7 +88,11 @@ mod tests {
     fn short_buffer() {
         assert!(matches!(
             Repr::parse(&BYTES[..39]),
-            Err(crate::Error::Truncated { need: 40, got: 39, .. })
+            Err(crate::Error::Truncated {
+                need: 40,
+                got: 39,
+                ..
+            })
         ));
         let mut small = [0u8; 10];
         assert!(repr().emit(&mut small).is_err());
