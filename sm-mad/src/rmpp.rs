@@ -9,6 +9,17 @@
 //! **per segment**. A segment therefore carries [`SEGMENT_PAYLOAD`] (220) bytes of payload, of
 //! which 200 are SA data. The first segment announces the whole transfer's length
 //! (`segments * 220 - pad`), the last one its own (`220 - pad`), the others 0.
+//!
+//! Every SA GetTableResp goes through RMPP, even one that fits a single MAD or holds no
+//! record: it is sent as one DATA segment flagged Active, First and Last with
+//! `payload_length` = 20 + data bytes (20 alone when empty), and the requester acknowledges
+//! it. This is what OpenSM asks of the Linux MAD layer. Other answers (GetResp, error
+//! answers) leave the RMPP header inactive.
+//!
+//! The window starts at segment 1: the sender waits for the ACK of the first segment, whose
+//! `new_window_last` opens the rest. The receiver accepts segments in order only and answers
+//! a duplicate or a gap by acknowledging the last in-order segment again; the sender goes
+//! back to the first unacknowledged segment when its timer expires.
 
 use crate::bits::{wire_enum, wire_struct};
 use crate::{Error, MAD_LEN, Result};
@@ -16,6 +27,8 @@ use crate::{Error, MAD_LEN, Result};
 mod receiver;
 mod segment;
 mod sender;
+#[cfg(test)]
+mod transfer_tests;
 
 pub use receiver::{ReceiverConfig, ReceiverState, RmppReceiver};
 pub use segment::{Segmenter, segment};

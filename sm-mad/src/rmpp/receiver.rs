@@ -237,7 +237,7 @@ impl RmppReceiver {
         let data_len = MAD_LEN - self.config.header_len;
         self.payload
             .extend_from_slice(&mad[self.config.header_len..]);
-        self.expected += 1;
+        self.expected = self.expected.saturating_add(1);
         if r.rmpp_flags.last() {
             return self.finish(mad, r, seg, data_len);
         }
