@@ -59,7 +59,8 @@ pub mod field {
 }
 
 wire_enum! {
-    /// The SA's class-specific status codes (bits 8..=14 of the MAD status).
+    /// The SA's class-specific status codes: the code shifted left by 8 in the MAD status
+    /// (OpenSM masks the class-specific part as 0xFF00; all codes fit bits 8..=14).
     pub enum SaStatus: u8 {
         NoResources = 1,
         ReqInvalid = 2,
@@ -508,6 +509,19 @@ mod tests {
         0000 0000 0010 0000 0000 0000 0010 0000 0000 0000 0010 0001 0040 0000 0000 00a1
         0100 0000 4863 6131";
 
+    // Same fabric: `saquery -d -d -d PR --slid 1 --dlid 2`: GetTable(PathRecord) matching
+    // DLID and SLID (component mask 0x30), answered with one 64-byte PathRecord.
+    const PR_REQ: &str = "
+        0103 0212 0000 0000 0000 0000 5bd8 a35e 0035 0000 0000 0000 0000 0000 0000 0000
+        0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0030 0000 0000 0000 0000
+        0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000 0000
+        0002 0001";
+    const PR_RESP: &str = "
+        0103 0292 0000 0000 0001 0000 5bd8 a35e 0035 0000 0000 0000 0000 0100 0000 0000
+        0000 0000 0000 0000 0000 0000 0008 0000 0000 0000 0000 0030 0000 0000 0000 0000
+        fe80 0000 0000 0000 0000 0000 0010 0001 fe80 0000 0000 0000 0000 0000 0020 0000
+        0002 0001 0000 0000 0080 ffff 0000 8383 92";
+
     // Same fabric: `saquery -d -d -d NR 999`: no such LID, an empty table: offset 0.
     const NR_EMPTY: &str = "
         0103 0292 0000 0000 0001 0000 12aa bf90 0011 0000 0000 0000 0000 0100 0000 0000
@@ -579,6 +593,26 @@ mod tests {
         assert_eq!(r.component_mask, 1);
         assert_eq!(&r.data.0[44..48], b"Hca1");
         let n = record_slices("NodeRecord", &r.data.0[..112], 14, 108)
+            .unwrap()
+            .count();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn path_record() {
+        let req = round_trip(&full(PR_REQ));
+        assert_eq!(req.component_mask, 0x30);
+        assert_eq!(
+            req.attr_id,
+            crate::attr::SaAttrId::PathRecord.to_raw_value()
+        );
+        assert_eq!(req.data.0[40..44], [0x00, 0x02, 0x00, 0x01]);
+        let r = round_trip(&full(PR_RESP));
+        assert_eq!(r.method, Method::GetTableResp);
+        assert_eq!((r.attribute_offset, r.component_mask), (8, 0x30));
+        assert_eq!(r.data.0[16..24], [0, 0, 0, 0, 0, 0x10, 0, 1], "DGID: Hca1");
+        assert_eq!(r.data.0[40..44], [0x00, 0x02, 0x00, 0x01], "DLID 2, SLID 1");
+        let n = record_slices("PathRecord", &r.data.0[..64], 8, 64)
             .unwrap()
             .count();
         assert_eq!(n, 1);
