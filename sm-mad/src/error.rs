@@ -84,6 +84,36 @@ pub enum RmppError {
     Complete,
     #[error("peer aborted the transfer with rmpp_status {0}")]
     Aborted(u8),
+    #[error("peer stopped the transfer with rmpp_status {0}")]
+    Stopped(u8),
+    #[error("the MAD's RMPP header is not active")]
+    NotActive,
+    #[error("rmpp_status {0} is not allowed in this RMPP type")]
+    IllegalStatus(u8),
+    #[error("ACK of segment {segment} has new_window_last {new_window_last} below it")]
+    WindowTooSmall { segment: u32, new_window_last: u32 },
+    #[error("no ACK after {0} retries")]
+    TooManyRetries(u32),
+    #[error("transfer abandoned locally with rmpp_status {0}")]
+    Cancelled(u8),
+}
+
+impl RmppError {
+    /// The RMPPStatus of the ABORT this violation calls for, if the peer is to be told.
+    pub const fn abort_status(&self) -> Option<crate::rmpp::RmppStatus> {
+        use crate::rmpp::RmppStatus as S;
+        match self {
+            RmppError::BadFirst(_) => Some(S::InconsistentFirstAndSegmentNumber),
+            RmppError::BadVersion(_) => Some(S::UnsupportedVersion),
+            RmppError::BadType(_) => Some(S::BadRmppType),
+            RmppError::BadLength { .. } => Some(S::InconsistentLastAndPayloadLength),
+            RmppError::TooManySegments(_) => Some(S::SegmentNumberTooBig),
+            RmppError::IllegalStatus(_) => Some(S::IllegalStatus),
+            RmppError::WindowTooSmall { .. } => Some(S::NewWindowLastTooSmall),
+            RmppError::TooManyRetries(_) => Some(S::TooManyRetries),
+            _ => None,
+        }
+    }
 }
 
 /// The codec's result type.

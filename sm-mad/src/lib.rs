@@ -32,6 +32,8 @@ pub mod notice;
 pub mod path_record;
 pub mod pkey_table;
 pub mod port_info;
+pub mod rmpp;
+pub mod sa;
 pub mod service_record;
 pub mod sl2vl;
 pub mod sm_info;
