@@ -14,11 +14,78 @@
 //!   analysed into a wrong answer.
 
 mod lft;
+mod read;
 
 pub use lft::{BLOCK_LEN, Destination, Lfts, Mismatch, NO_ROUTE, SwitchLft};
+pub use read::{detect_format, read_lfts, read_lfts_as, read_lfts_str};
+
+use std::path::PathBuf;
 
 use crate::fabric::{Fabric, PortIdx};
-use sm_mad::Lid;
+use sm_mad::{Guid, Lid};
+
+/// The two forwarding-table text formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum LftFormat {
+    /// OpenSM's `opensm-lfts.dump`.
+    OpenSm,
+    /// `ibroute` output (infiniband-diags), possibly several runs concatenated.
+    Ibroute,
+}
+
+/// Where and why a dump file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {kind}", file.display())]
+pub struct DumpError {
+    pub file: PathBuf,
+    /// 1-based line (0 when the file could not be read at all).
+    pub line: usize,
+    pub kind: DumpErrorKind,
+}
+
+/// What is wrong in a dump file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DumpErrorKind {
+    #[error("cannot read file: {0}")]
+    Io(String),
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    #[error("multicast forwarding tables are not supported (only unicast LFTs)")]
+    Multicast,
+    #[error("forwarding entry outside a table (no `Unicast lids ...` header before it)")]
+    EntryOutsideTable,
+    #[error("LID range [{start:#x}-{end:#x}] is empty or reversed")]
+    BadRange { start: u32, end: u32 },
+    #[error("LID range end {0:#x} is beyond the unicast LIDs (0xbfff)")]
+    TopOutOfRange(u32),
+    #[error("LID {lid:#06x} is outside the table's range [{start:#x}-{end:#x}]")]
+    LidOutOfRange { lid: u32, start: u16, end: u16 },
+    #[error("LID {lid:#06x} after LID {previous:#06x}: entries must ascend")]
+    LidOrder { lid: u16, previous: u16 },
+    #[error("port {0} is out of range 0..=255")]
+    PortOutOfRange(u32),
+    #[error("the trailer says {said} lids dumped, the table has {expected}")]
+    CountMismatch { said: u64, expected: usize },
+    #[error("the table of switch {0} has no `... lids dumped` trailer (truncated file?)")]
+    MissingTrailer(Guid),
+    #[error("switch {guid} is listed again with a different {what}")]
+    ConflictingHeader { guid: Guid, what: String },
+    #[error("switch {guid}: LID {lid:#06x} is routed to port {first} earlier, to port {now} here")]
+    ConflictingEntry {
+        guid: Guid,
+        lid: u16,
+        first: u8,
+        now: u8,
+    },
+    #[error("LID {lid:#06x} is {first} on line {first_line}, but {now} here")]
+    ConflictingDestination {
+        lid: u16,
+        first_line: usize,
+        first: String,
+        now: String,
+    },
+}
 
 /// Which end port owns each LID (its base LID and the 2^LMC - 1 above it).
 #[derive(Debug)]
