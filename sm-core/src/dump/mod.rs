@@ -15,13 +15,17 @@
 
 mod lft;
 mod read;
+mod write;
 
 pub use lft::{BLOCK_LEN, Destination, Lfts, Mismatch, NO_ROUTE, SwitchLft};
 pub use read::{detect_format, read_lfts, read_lfts_as, read_lfts_str};
+pub use write::{
+    IbrouteOptions, SubnetLstOptions, write_ibroute, write_opensm_lfts, write_subnet_lst,
+};
 
 use std::path::PathBuf;
 
-use crate::fabric::{Fabric, PortIdx};
+use crate::fabric::{Fabric, NodeKind, PortIdx};
 use sm_mad::{Guid, Lid};
 
 /// The two forwarding-table text formats.
@@ -87,6 +91,32 @@ pub enum DumpErrorKind {
     },
 }
 
+/// The node-type words both tools print ("Channel Adapter", "Switch", "Router").
+pub(crate) fn kind_word(k: NodeKind) -> &'static str {
+    match k {
+        NodeKind::Ca => "Channel Adapter",
+        NodeKind::Switch => "Switch",
+        NodeKind::Router => "Router",
+    }
+}
+
+/// A node description as the tools print it: at most 64 bytes, every byte that is not
+/// printable ASCII shown as a space (what `clean_nodedesc` does in the C locale).
+pub(crate) fn clean_desc(desc: &str) -> String {
+    let mut out = String::with_capacity(desc.len());
+    for c in desc.chars() {
+        if out.len() + c.len_utf8() > 64 {
+            break;
+        }
+        if c.is_ascii_graphic() || c == ' ' {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+        }
+    }
+    out
+}
+
 /// Which end port owns each LID (its base LID and the 2^LMC - 1 above it).
 #[derive(Debug)]
 pub(crate) struct LidMap {
@@ -116,5 +146,19 @@ impl LidMap {
     /// The end port owning `lid`.
     pub(crate) fn get(&self, lid: Lid) -> Option<PortIdx> {
         self.owner.get(lid.0 as usize).copied().flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_are_cleaned_like_the_tools() {
+        assert_eq!(clean_desc("Hca1"), "Hca1");
+        assert_eq!(clean_desc("a\tb\nc"), "a b c");
+        // One space per byte of a non-ASCII character.
+        assert_eq!(clean_desc("é"), "  ");
+        assert_eq!(clean_desc(&"x".repeat(70)).len(), 64);
     }
 }
