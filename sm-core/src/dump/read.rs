@@ -81,7 +81,7 @@ pub fn read_lfts_as(text: &str, name: &Path, format: LftFormat) -> Result<Lfts, 
     };
     for (n, raw) in text.lines().enumerate() {
         p.line = n + 1;
-        p.line(raw.trim())?;
+        p.feed(raw.trim())?;
     }
     if let Some(t) = &p.table {
         return Err(DumpError {
@@ -293,7 +293,7 @@ impl Reader<'_> {
         self.err(DumpErrorKind::Syntax(msg))
     }
 
-    fn line(&mut self, t: &str) -> Result<(), DumpError> {
+    fn feed(&mut self, t: &str) -> Result<(), DumpError> {
         if t.is_empty() || t.starts_with('#') {
             return Ok(());
         }
