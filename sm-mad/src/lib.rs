@@ -22,6 +22,7 @@ pub mod guid_info;
 pub mod inform_info;
 pub mod inform_info_record;
 pub mod lft;
+pub mod link;
 pub mod mad;
 pub mod mcmember_record;
 pub mod mft;

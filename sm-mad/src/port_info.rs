@@ -52,30 +52,7 @@ wire_enum! {
     }
 }
 
-wire_enum! {
-    /// A maximum transfer unit code (NeighborMTU, MTUCap; also PathRecord and MCMemberRecord).
-    pub enum Mtu: u8 {
-        Mtu256 = 1,
-        Mtu512 = 2,
-        Mtu1024 = 3,
-        Mtu2048 = 4,
-        Mtu4096 = 5,
-    }
-}
-
-impl Mtu {
-    /// The payload size in bytes, `None` for a code the specification does not define.
-    pub const fn bytes(self) -> Option<usize> {
-        match self {
-            Mtu::Mtu256 => Some(256),
-            Mtu::Mtu512 => Some(512),
-            Mtu::Mtu1024 => Some(1024),
-            Mtu::Mtu2048 => Some(2048),
-            Mtu::Mtu4096 => Some(4096),
-            Mtu::Unknown(_) => None,
-        }
-    }
-}
+pub use crate::link::{Mtu, Rate};
 
 wire_enum! {
     /// The data virtual lanes a port supports (VLCap) or runs (OperationalVLs).
@@ -221,74 +198,6 @@ pub mod link_speed_ext {
             NDR => Some(100_000),
             _ => None,
         }
-    }
-}
-
-wire_enum! {
-    /// A link's data rate, coded as the 6-bit Rate of PathRecord and MCMemberRecord.
-    pub enum Rate: u8 {
-        Gbps2_5 = 2,
-        Gbps10 = 3,
-        Gbps30 = 4,
-        Gbps5 = 5,
-        Gbps20 = 6,
-        Gbps40 = 7,
-        Gbps60 = 8,
-        Gbps80 = 9,
-        Gbps120 = 10,
-        Gbps14 = 11,
-        Gbps56 = 12,
-        Gbps112 = 13,
-        Gbps168 = 14,
-        Gbps25 = 15,
-        Gbps100 = 16,
-        Gbps200 = 17,
-        Gbps300 = 18,
-        Gbps28 = 19,
-        Gbps50 = 20,
-        Gbps400 = 21,
-        Gbps600 = 22,
-        Gbps800 = 23,
-        Gbps1200 = 24,
-    }
-}
-
-/// Every named rate with its nominal Mb/s (codes are not in rate order).
-const RATES: [(Rate, u32); 23] = [
-    (Rate::Gbps2_5, 2_500),
-    (Rate::Gbps10, 10_000),
-    (Rate::Gbps30, 30_000),
-    (Rate::Gbps5, 5_000),
-    (Rate::Gbps20, 20_000),
-    (Rate::Gbps40, 40_000),
-    (Rate::Gbps60, 60_000),
-    (Rate::Gbps80, 80_000),
-    (Rate::Gbps120, 120_000),
-    (Rate::Gbps14, 14_000),
-    (Rate::Gbps56, 56_000),
-    (Rate::Gbps112, 112_000),
-    (Rate::Gbps168, 168_000),
-    (Rate::Gbps25, 25_000),
-    (Rate::Gbps100, 100_000),
-    (Rate::Gbps200, 200_000),
-    (Rate::Gbps300, 300_000),
-    (Rate::Gbps28, 28_000),
-    (Rate::Gbps50, 50_000),
-    (Rate::Gbps400, 400_000),
-    (Rate::Gbps600, 600_000),
-    (Rate::Gbps800, 800_000),
-    (Rate::Gbps1200, 1_200_000),
-];
-
-impl Rate {
-    /// Nominal data rate in Mb/s; compare rates with this, not with the code.
-    pub fn mbps(self) -> Option<u32> {
-        RATES.iter().find(|(r, _)| *r == self).map(|&(_, m)| m)
-    }
-
-    /// The rate whose nominal data rate is exactly `mbps`.
-    pub fn from_mbps(mbps: u32) -> Option<Rate> {
-        RATES.iter().find(|&&(_, m)| m == mbps).map(|&(r, _)| r)
     }
 }
 
