@@ -2,8 +2,10 @@
 //! describe them.
 
 pub mod fabric;
+pub mod generate;
 pub mod lid;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
+pub use generate::{GenError, GenSpec, generate};
 pub use topo::{TopoError, TopoErrorKind, Topology, read_topology, read_topology_str};
