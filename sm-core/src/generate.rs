@@ -935,6 +935,13 @@ fn grid(s: &Grid, wrap: bool) -> Result<Plan, GenError> {
     }
     // Port layout: hosts, then per dimension `+` ports and `-` ports.
     let mut needed = s.hosts_per_switch as u64 * ca as u64;
+    if needed > MAX_NODE_PORTS as u64 {
+        return Err(param(
+            "hosts_per_switch",
+            s.hosts_per_switch,
+            format!("{needed} host ports exceed the 254 ports of a switch"),
+        ));
+    }
     let mut dim_base = Vec::with_capacity(s.dims.len());
     for (&d, &p) in s.dims.iter().zip(&par) {
         dim_base.push(needed);
@@ -1296,7 +1303,8 @@ fn random(s: &Random) -> Result<Plan, GenError> {
     }
     let free = r - host_ports as u32;
     let min_links = n as u64 - 1;
-    let max_links = n as u64 * free as u64 / 2;
+    // One switch alone would need a cable to itself.
+    let max_links = if n == 1 { 0 } else { n as u64 * free as u64 / 2 };
     if n > 2 && free < 2 {
         return Err(param(
             "hosts_per_switch",
