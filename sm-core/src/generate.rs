@@ -912,8 +912,12 @@ fn grid(s: &Grid, wrap: bool) -> Result<Plan, GenError> {
     if s.dims.is_empty() {
         return Err(param("dims", "[]", "give at least one dimension"));
     }
-    for &d in &s.dims {
-        at_least("dims", d, 1)?;
+    if s.dims.contains(&0) {
+        return Err(param(
+            "dims",
+            format_dims(&s.dims),
+            "every dimension has at least 1 switch",
+        ));
     }
     let par: Vec<u32> = match s.parallel.len() {
         0 => vec![1; s.dims.len()],
