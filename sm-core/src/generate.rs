@@ -339,7 +339,9 @@ impl FromStr for Ratio {
         let down = a.trim().parse().map_err(|_| bad())?;
         let up = b.trim().parse().map_err(|_| bad())?;
         if down == 0 || up == 0 {
-            return Err(format!("\"{s}\": both sides of the ratio must be at least 1"));
+            return Err(format!(
+                "\"{s}\": both sides of the ratio must be at least 1"
+            ));
         }
         Ok(Ratio { down, up })
     }
@@ -675,7 +677,10 @@ fn fat_tree2(s: &FatTree2) -> Result<Plan, GenError> {
                 return Err(param(
                     "oversubscription",
                     ratio,
-                    format!("{}+{} = {parts} does not divide the radix {r}", ratio.down, ratio.up),
+                    format!(
+                        "{}+{} = {parts} does not divide the radix {r}",
+                        ratio.down, ratio.up
+                    ),
                 ));
             }
             let unit = r / parts as u32;
@@ -684,7 +689,9 @@ fn fat_tree2(s: &FatTree2) -> Result<Plan, GenError> {
                 return Err(param(
                     "oversubscription",
                     ratio,
-                    format!("{host_ports} host ports per leaf do not divide into CAs of {ca} ports"),
+                    format!(
+                        "{host_ports} host ports per leaf do not divide into CAs of {ca} ports"
+                    ),
                 ));
             }
             (host_ports / ca, unit * ratio.up)
@@ -696,7 +703,9 @@ fn fat_tree2(s: &FatTree2) -> Result<Plan, GenError> {
                 return Err(param(
                     "hosts_per_leaf",
                     h,
-                    format!("{h} hosts of {ca} port(s) leave none of the {r} leaf ports for uplinks"),
+                    format!(
+                        "{h} hosts of {ca} port(s) leave none of the {r} leaf ports for uplinks"
+                    ),
                 ));
             }
             (h, s.uplinks.unwrap_or(r - h * ca))
@@ -1005,13 +1014,7 @@ fn grid(s: &Grid, wrap: bool) -> Result<Plan, GenError> {
             .map(|c| c.to_string())
             .collect::<Vec<_>>()
             .join(",");
-        plan.switch(
-            1,
-            i,
-            format!("switch {name}"),
-            radix,
-            s.hosts_per_switch,
-        );
+        plan.switch(1, i, format!("switch {name}"), radix, s.hosts_per_switch);
     }
     let mut stride = 1u32;
     for (dim, (&d, &p)) in s.dims.iter().zip(&par).enumerate() {
@@ -1101,11 +1104,7 @@ fn chosen_radix(radix: Option<u32>, needed: u64) -> Result<u32, GenError> {
         Some(r) => {
             check_radix("radix", r)?;
             if (r as u64) < needed {
-                return Err(param(
-                    "radix",
-                    r,
-                    format!("a switch needs {needed} ports"),
-                ));
+                return Err(param("radix", r, format!("a switch needs {needed} ports")));
             }
             Ok(r)
         }
@@ -1132,7 +1131,11 @@ fn dragonfly(s: &Dragonfly) -> Result<Plan, GenError> {
         s.global_per_switch,
     );
     at_least("switches_per_group", a, 1)?;
-    check_groups(g, a as u64 * h as u64, "switches_per_group × global_per_switch")?;
+    check_groups(
+        g,
+        a as u64 * h as u64,
+        "switches_per_group × global_per_switch",
+    )?;
     let needed = p as u64 * ca as u64 + (a as u64 - 1) + h as u64;
     let radix = chosen_radix(s.radix, needed)?;
     let switches = g as u64 * a as u64;
@@ -1141,13 +1144,7 @@ fn dragonfly(s: &Dragonfly) -> Result<Plan, GenError> {
     let mut plan = Plan::new(ca);
     for gi in 0..g {
         for si in 0..a {
-            plan.switch(
-                1,
-                gi * a + si,
-                format!("switch {si} group {gi}"),
-                radix,
-                p,
-            );
+            plan.switch(1, gi * a + si, format!("switch {si} group {gi}"), radix, p);
         }
     }
     let local0 = p * ca + 1;
@@ -1183,7 +1180,11 @@ fn dragonfly_plus(s: &DragonflyPlus) -> Result<Plan, GenError> {
     );
     at_least("leaves_per_group", nl, 1)?;
     at_least("spines_per_group", ns, 1)?;
-    check_groups(g, ns as u64 * h as u64, "spines_per_group × global_per_spine")?;
+    check_groups(
+        g,
+        ns as u64 * h as u64,
+        "spines_per_group × global_per_spine",
+    )?;
     let leaf_needs = p as u64 * ca as u64 + ns as u64;
     let spine_needs = nl as u64 + h as u64;
     let radix = chosen_radix(s.radix, leaf_needs.max(spine_needs))?;
@@ -1198,36 +1199,19 @@ fn dragonfly_plus(s: &DragonflyPlus) -> Result<Plan, GenError> {
     let mut plan = Plan::new(ca);
     for gi in 0..g {
         for li in 0..nl {
-            plan.switch(
-                1,
-                gi * nl + li,
-                format!("leaf {li} group {gi}"),
-                radix,
-                p,
-            );
+            plan.switch(1, gi * nl + li, format!("leaf {li} group {gi}"), radix, p);
         }
     }
     let spine0 = g * nl;
     for gi in 0..g {
         for si in 0..ns {
-            plan.switch(
-                2,
-                gi * ns + si,
-                format!("spine {si} group {gi}"),
-                radix,
-                0,
-            );
+            plan.switch(2, gi * ns + si, format!("spine {si} group {gi}"), radix, 0);
         }
     }
     for gi in 0..g {
         for li in 0..nl {
             for si in 0..ns {
-                plan.link(
-                    gi * nl + li,
-                    p * ca + 1 + si,
-                    spine0 + gi * ns + si,
-                    1 + li,
-                );
+                plan.link(gi * nl + li, p * ca + 1 + si, spine0 + gi * ns + si, 1 + li);
             }
         }
     }
@@ -1308,7 +1292,11 @@ fn random(s: &Random) -> Result<Plan, GenError> {
     let free = r - host_ports as u32;
     let min_links = n as u64 - 1;
     // One switch alone would need a cable to itself.
-    let max_links = if n == 1 { 0 } else { n as u64 * free as u64 / 2 };
+    let max_links = if n == 1 {
+        0
+    } else {
+        n as u64 * free as u64 / 2
+    };
     if n > 2 && free < 2 {
         return Err(param(
             "hosts_per_switch",

@@ -11,8 +11,8 @@ use sm_core::generate::{
     Dragonfly, DragonflyPlus, FatTree2, FatTree3, GenError, GenSpec, Grid, KaryNTree, Random,
     Ratio, generate,
 };
-use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 use sm_core::read_topology_str;
+use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 
 fn text(f: &Fabric) -> String {
     let mut out = Vec::new();
@@ -78,7 +78,12 @@ fn check(f: &Fabric, radix: u8) {
         assert!(guids.insert(n.guid), "duplicate node GUID {}", n.guid);
         assert!(!n.description.is_empty() && n.description.len() < 64);
         if n.kind == NodeKind::Switch {
-            assert!(n.num_ports <= radix, "{} has {} ports", n.description, n.num_ports);
+            assert!(
+                n.num_ports <= radix,
+                "{} has {} ports",
+                n.description,
+                n.num_ports
+            );
         }
     }
     for p in f.end_ports() {
@@ -294,18 +299,17 @@ fn torus_and_mesh() {
     // Every switch: 2 hosts + 6 neighbours, all ports used.
     for s in f.switches() {
         assert_eq!(f.node(s).num_ports, 8);
-        assert!(
-            f.node_ports(s)
-                .skip(1)
-                .all(|p| f.port(p).remote.is_some())
-        );
+        assert!(f.node_ports(s).skip(1).all(|p| f.port(p).remote.is_some()));
     }
 
     // Size 2: one link between the pair, not two; size 1: none.
     let f = gen_ok(&GenSpec::Torus(Grid::new(vec![4, 3, 2, 1], 1)));
     assert_eq!(f.counts().switches, 24);
     assert_eq!(switch_links(&f), 24 + 24 + 12);
-    assert_eq!(f.node(f.switches().next().unwrap()).num_ports, 1 + 2 + 2 + 1);
+    assert_eq!(
+        f.node(f.switches().next().unwrap()).num_ports,
+        1 + 2 + 2 + 1
+    );
     assert!(pair_links(&f).values().all(|&n| n == 1));
     check(&f, 6);
     round_trip(&f);
@@ -505,10 +509,17 @@ fn spec_serde_round_trip() {
             ..FatTree2::new(8)
         })
     );
-    assert!(serde_json::from_str::<GenSpec>(r#"{"family":"torus","dims":[2],"hosts_per_switch":1,"bogus":1}"#).is_err());
     assert!(
-        serde_json::from_str::<GenSpec>(r#"{"family":"fat-tree2","radix":8,"oversubscription":"x"}"#)
-            .is_err()
+        serde_json::from_str::<GenSpec>(
+            r#"{"family":"torus","dims":[2],"hosts_per_switch":1,"bogus":1}"#
+        )
+        .is_err()
+    );
+    assert!(
+        serde_json::from_str::<GenSpec>(
+            r#"{"family":"fat-tree2","radix":8,"oversubscription":"x"}"#
+        )
+        .is_err()
     );
 }
 

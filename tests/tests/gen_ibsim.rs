@@ -18,7 +18,8 @@ use sm_core::generate::{
 use sm_core::read_topology_str;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 
-const INSTALL: &str = "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags";
+const INSTALL: &str =
+    "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags";
 
 /// A program on PATH or in the sbin directories a non-root PATH may lack.
 fn program(name: &str) -> PathBuf {
@@ -60,7 +61,8 @@ struct Scratch(PathBuf);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("ibsm-gen-ibsim-{}-{name}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("ibsm-gen-ibsim-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         Scratch(dir)

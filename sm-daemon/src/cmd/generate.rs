@@ -217,7 +217,10 @@ fn fat_tree_spec(a: &FatTreeArgs, ca_ports: u32) -> anyhow::Result<GenSpec> {
         ("--spines", a.spines.is_some()),
     ];
     let refuse = |what: &str, levels: &str| -> anyhow::Result<()> {
-        anyhow::bail!("{what} applies to {levels} only (got --levels {})", a.levels)
+        anyhow::bail!(
+            "{what} applies to {levels} only (got --levels {})",
+            a.levels
+        )
     };
     let kary = a.kary || a.levels > 3;
     if a.levels == 2 && !kary {
