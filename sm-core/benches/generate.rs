@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use sm_core::generate::{FatTree3, GenSpec, generate};
@@ -12,7 +13,7 @@ use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 fn bench(c: &mut Criterion) {
     let spec = GenSpec::FatTree3(FatTree3::new(48));
     let mut g = c.benchmark_group("generate");
-    g.sample_size(10);
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
     g.bench_function("fat_tree3_radix48", |b| {
         b.iter(|| generate(black_box(&spec)).unwrap())
     });

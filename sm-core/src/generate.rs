@@ -86,8 +86,10 @@
 //! more switches"), so start it with the limits [`IbsimLimits::flags`] prints (`ibsm gen`
 //! prints them on stderr): `-N` all nodes, `-S` switches, `-P` the sum of switch ports
 //! (+1 each for port 0) and CA ports, and `-L 49152` once the fabric needs 30,720 LIDs or
-//! more. Example: `ibsim -s fabric.net -N 30528 -S 2880 -P 168768 -L 49152` for the
-//! radix-48 3-level tree. Run ibsim and its clients in one network namespace (`unshare -n`).
+//! more. These are exact: one less and ibsim refuses the file. Example: the radix-48
+//! 3-level tree (30,528 LIDs) loads with `ibsim -s fabric.net -N 30528 -S 2880 -P 168768`.
+//! Run ibsim and its clients in one network namespace (`unshare -n`), and wrap every
+//! diagnostic tool in `timeout`: under the shim an unanswered query waits forever.
 
 use std::fmt;
 use std::str::FromStr;
@@ -410,7 +412,7 @@ pub fn generate(spec: &GenSpec) -> Result<Fabric, GenError> {
 }
 
 impl GenSpec {
-    /// The family's name as the CLI and the serde tag spell it.
+    /// The family's name as the serde tag spells it.
     pub fn family(&self) -> &'static str {
         match self {
             GenSpec::FatTree2(_) => "fat-tree2",
