@@ -3,8 +3,10 @@
 
 pub mod dump;
 pub mod fabric;
+pub mod generate;
 pub mod lid;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
+pub use generate::{GenError, GenSpec, generate};
 pub use topo::{TopoError, TopoErrorKind, Topology, read_topology, read_topology_str};
