@@ -17,11 +17,14 @@ enum Command {
     /// Generate a topology (fat-tree, torus, mesh, dragonfly, random) as an ibnetdiscover /
     /// ibsim net file.
     Gen(cmd::generate::Args),
+    /// Decode one MAD given as hex (a file or standard input) and print every field.
+    Decode(cmd::decode::Args),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Gen(a) => cmd::generate::run(a),
+        Command::Decode(a) => cmd::decode::run(a),
     }
 }

@@ -17,6 +17,7 @@
 pub mod attr;
 pub mod bits;
 pub mod class_port_info;
+pub mod decode;
 mod error;
 pub mod guid_info;
 pub mod inform_info;

@@ -1,3 +1,4 @@
 //! One module per `ibsm` subcommand: clap arguments and a `run` function.
 
+pub(crate) mod decode;
 pub(crate) mod generate;
