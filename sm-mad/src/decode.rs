@@ -132,8 +132,11 @@ fn body_smp(attr_id: u16, data: &[u8]) -> Result<Body> {
     })
 }
 
+/// Parses one record into a [`Body`].
+type RecordParser = fn(&[u8]) -> Result<Body>;
+
 /// The record length and parser of an SA attribute, when the dissector knows it.
-fn sa_record(attr_id: u16) -> Option<(usize, fn(&[u8]) -> Result<Body>)> {
+fn sa_record(attr_id: u16) -> Option<(usize, RecordParser)> {
     macro_rules! rec {
         ($ty:ty, $v:ident) => {
             Some((<$ty as Wire>::LEN, |b: &[u8]| {
@@ -331,7 +334,7 @@ fn decode_sa(buf: &[u8], d: &mut Decoded) -> Result<()> {
     Ok(())
 }
 
-fn push_record(d: &mut Decoded, parse: fn(&[u8]) -> Result<Body>, bytes: &[u8], len: usize) {
+fn push_record(d: &mut Decoded, parse: RecordParser, bytes: &[u8], len: usize) {
     match parse(bytes) {
         Ok(b) => d.records.push(b),
         Err(e) => {
