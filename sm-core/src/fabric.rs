@@ -5,7 +5,7 @@
 //! both ends (`Port::remote`), so walking a link is one index lookup. GUID maps exist only to
 //! translate from the outside world.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid};
@@ -283,7 +283,7 @@ impl Fabric {
         };
         // Port GUIDs are checked before anything changes, so a refusal leaves no trace.
         if !is_switch {
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = FxHashSet::default();
             for p in 1..=spec.num_ports {
                 let g = port_guid(p);
                 let clash = self.by_port_guid.contains_key(&g)

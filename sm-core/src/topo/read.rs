@@ -1,7 +1,7 @@
 //! The reader. One pass collects node records and port lines, a second resolves links, so
 //! a link may name a node defined later in the file.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::path::{Path, PathBuf};
 
 use nom::bytes::complete::{tag, take_till};
@@ -57,7 +57,8 @@ struct RawPort {
     line: usize,
     num: u8,
     guid: Option<Guid>,
-    remote: String,
+    /// Symbol of the remote node id.
+    remote: u32,
     remote_port: u8,
     links: Links,
     lid: Option<u16>,
@@ -70,6 +71,7 @@ struct RawNode {
     line: usize,
     kind: NodeKind,
     id: String,
+    sym: u32,
     desc: String,
     num_ports: u8,
     guid: Guid,
@@ -94,7 +96,11 @@ struct GuidCounter {
 struct Reader {
     files: Vec<PathBuf>,
     nodes: Vec<RawNode>,
-    ids: HashMap<String, usize>,
+    /// Node ids seen (defined or referenced), interned so links compare as integers.
+    syms: FxHashMap<Box<str>, u32>,
+    sym_names: Vec<Box<str>>,
+    /// Node index per symbol (`u32::MAX` while undefined).
+    sym_node: Vec<u32>,
     counters: [GuidCounter; 3],
     vendid: u32,
     devid: u16,
@@ -109,7 +115,9 @@ impl Default for Reader {
         Reader {
             files: Vec::new(),
             nodes: Vec::new(),
-            ids: HashMap::new(),
+            syms: FxHashMap::default(),
+            sym_names: Vec::new(),
+            sym_node: Vec::new(),
             counters: [
                 GuidCounter {
                     base: 0x10_0000,
@@ -260,6 +268,17 @@ fn common_width(a: u8, b: u8) -> u8 {
 }
 
 impl Reader {
+    fn sym(&mut self, name: &str) -> u32 {
+        if let Some(&s) = self.syms.get(name) {
+            return s;
+        }
+        let s = self.sym_names.len() as u32;
+        self.syms.insert(name.into(), s);
+        self.sym_names.push(name.into());
+        self.sym_node.push(u32::MAX);
+        s
+    }
+
     fn add_file(&mut self, p: &Path) -> usize {
         self.files.push(p.to_path_buf());
         self.files.len() - 1
@@ -277,7 +296,10 @@ impl Reader {
         let file = self.add_file(path);
         let text =
             std::fs::read(path).map_err(|e| self.err(file, 0, TopoErrorKind::Io(e.to_string())))?;
-        let text = String::from_utf8_lossy(&text);
+        let text = match String::from_utf8(text) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         self.read_text(&text, file, depth)
     }
 
@@ -466,7 +488,8 @@ impl Reader {
             ));
         }
         let num_ports = count as u8;
-        if self.ids.contains_key(id) {
+        let sym = self.sym(id);
+        if self.sym_node[sym as usize] != u32::MAX {
             return Err(self.err(file, line, TopoErrorKind::DuplicateId(id.into())));
         }
         let comment = rest.trim_start().strip_prefix('#').unwrap_or("");
@@ -484,6 +507,7 @@ impl Reader {
             line,
             kind,
             id: id.to_string(),
+            sym,
             desc: desc.unwrap_or(id).to_string(),
             num_ports,
             guid: Guid(guid),
@@ -496,7 +520,7 @@ impl Reader {
             defaults: self.links,
             ports: Vec::new(),
         };
-        self.ids.insert(node.id.clone(), self.nodes.len());
+        self.sym_node[sym as usize] = self.nodes.len() as u32;
         self.current = Some(self.nodes.len());
         self.nodes.push(node);
         Ok(())
@@ -615,7 +639,7 @@ impl Reader {
             line,
             num,
             guid,
-            remote: remote.to_string(),
+            remote: self.sym(remote),
             remote_port,
             links,
             lid,
@@ -625,7 +649,10 @@ impl Reader {
         Ok(())
     }
 
-    fn finish(self) -> Result<Topology, TopoError> {
+    fn finish(mut self) -> Result<Topology, TopoError> {
+        for n in &mut self.nodes {
+            n.ports.sort_unstable_by_key(|p| p.num);
+        }
         let mut fabric = Fabric::new();
         let mut idx = Vec::with_capacity(self.nodes.len());
         for n in &self.nodes {
@@ -633,9 +660,9 @@ impl Reader {
                 (1..=n.num_ports)
                     .map(|p| {
                         n.ports
-                            .iter()
-                            .find(|rp| rp.num == p)
-                            .and_then(|rp| rp.guid)
+                            .binary_search_by_key(&p, |rp| rp.num)
+                            .ok()
+                            .and_then(|i| n.ports[i].guid)
                             .unwrap_or(Guid(n.guid.0.wrapping_add(p as u64)))
                     })
                     .collect()
@@ -675,17 +702,18 @@ impl Reader {
         }
         for (a, n) in self.nodes.iter().enumerate() {
             for rp in &n.ports {
-                let Some(&b) = self.ids.get(&rp.remote) else {
+                let b = self.sym_node[rp.remote as usize] as usize;
+                if b == u32::MAX as usize {
                     return Err(self.err(
                         rp.file,
                         rp.line,
                         TopoErrorKind::UnknownRemote {
                             node: n.id.clone(),
                             port: rp.num,
-                            remote: rp.remote.clone(),
+                            remote: self.sym_names[rp.remote as usize].to_string(),
                         },
                     ));
-                };
+                }
                 let m = &self.nodes[b];
                 if rp.remote_port > m.num_ports {
                     return Err(self.err(
@@ -698,7 +726,11 @@ impl Reader {
                         },
                     ));
                 }
-                let back = m.ports.iter().find(|q| q.num == rp.remote_port);
+                let back = m
+                    .ports
+                    .binary_search_by_key(&rp.remote_port, |q| q.num)
+                    .ok()
+                    .map(|i| &m.ports[i]);
                 let asym = |why: String| {
                     self.err(
                         rp.file,
@@ -715,10 +747,10 @@ impl Reader {
                 let Some(q) = back else {
                     return Err(asym("is not listed".into()));
                 };
-                if q.remote != n.id || q.remote_port != rp.num {
+                if q.remote != n.sym || q.remote_port != rp.num {
                     return Err(asym(format!(
                         "links to \"{}\"[{}]",
-                        q.remote, q.remote_port
+                        self.sym_names[q.remote as usize], q.remote_port
                     )));
                 }
                 if (a, rp.num) > (b, q.num) {
