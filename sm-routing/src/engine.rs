@@ -1,0 +1,168 @@
+//! The engine trait, its inputs and outputs, and the fallback chain.
+
+use sm_core::dump::{Lfts, NO_ROUTE, SwitchLft};
+use sm_mad::{Guid, Lid};
+
+use crate::topo::{SwIdx, Topo};
+
+/// What every engine may be told.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Root switches (up/down, fat-tree); empty = detect.
+    pub roots: Vec<Guid>,
+    /// Compute nodes (fat-tree): CA port GUIDs to route with priority; empty = every CA.
+    pub compute_nodes: Vec<Guid>,
+    /// Also compute adaptive-routing port groups.
+    pub adaptive: bool,
+}
+
+/// Why an engine did not route.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RouteError {
+    /// The fabric is not one this engine handles; the chain moves on.
+    #[error("{engine}: not applicable: {reason}")]
+    NotApplicable {
+        engine: &'static str,
+        reason: String,
+    },
+    /// Options the engine cannot honour.
+    #[error("{engine}: {reason}")]
+    BadOptions {
+        engine: &'static str,
+        reason: String,
+    },
+    #[error("unknown routing engine \"{0}\" (known: minhop, updn, ftree)")]
+    UnknownEngine(String),
+    #[error("every engine of the chain declined: {0}")]
+    ChainExhausted(String),
+}
+
+/// Adaptive-routing hints of one switch: port groups, and per LID the group of equal-cost
+/// ports that obey the engine's deadlock rule (the static port always among them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SwitchAr {
+    /// Group id -> sorted port set.
+    pub groups: Vec<Vec<u8>>,
+    /// Per LID: group id, `u16::MAX` when the LID has no alternative (or no route).
+    pub lid_group: Vec<u16>,
+}
+
+/// Forwarding tables, per switch in [`Topo`] order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routes {
+    /// The engine that produced them.
+    pub engine: &'static str,
+    /// `lft[s][lid]` = output port, [`NO_ROUTE`] when unset; every table spans
+    /// `0..=max_lid`.
+    pub lft: Vec<Vec<u8>>,
+    /// Adaptive-routing hints, when asked for.
+    pub ar: Option<Vec<SwitchAr>>,
+}
+
+impl Routes {
+    /// Empty tables for every switch.
+    pub fn empty(engine: &'static str, topo: &Topo<'_>) -> Routes {
+        let len = topo.max_lid().0 as usize + 1;
+        Routes {
+            engine,
+            lft: vec![vec![NO_ROUTE; len]; topo.num_switches()],
+            ar: None,
+        }
+    }
+
+    /// The output port of switch `s` for `lid`.
+    #[inline]
+    pub fn port(&self, s: SwIdx, lid: Lid) -> Option<u8> {
+        self.lft[s.idx()]
+            .get(lid.0 as usize)
+            .copied()
+            .filter(|&p| p != NO_ROUTE)
+    }
+
+    /// As the exchange type of the dump formats.
+    pub fn to_lfts(&self, topo: &Topo<'_>) -> Lfts {
+        let mut out = Lfts::new();
+        for (i, table) in self.lft.iter().enumerate() {
+            let n = topo.switches[i];
+            let mut t = SwitchLft::for_switch(topo.fabric, n, Lid(0));
+            t.ports = table.clone();
+            out.switches.push(t);
+        }
+        out
+    }
+
+    /// Tables produced elsewhere, laid out for this snapshot. Switches without a table get
+    /// an empty one; tables of switches the snapshot lacks are an error naming them.
+    pub fn from_lfts(lfts: &Lfts, topo: &Topo<'_>) -> Result<Routes, Guid> {
+        let mut r = Routes::empty("external", topo);
+        for t in &lfts.switches {
+            let s = topo
+                .fabric
+                .node_by_guid(t.guid)
+                .and_then(|n| topo.sw_of(n))
+                .ok_or(t.guid)?;
+            let row = &mut r.lft[s.idx()];
+            let n = row.len().min(t.ports.len());
+            row[..n].copy_from_slice(&t.ports[..n]);
+        }
+        Ok(r)
+    }
+}
+
+/// A routing engine.
+pub trait Engine: Sync {
+    /// The name used on the command line and in reports.
+    fn name(&self) -> &'static str;
+    /// Computes forwarding tables for every switch of the snapshot.
+    fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError>;
+}
+
+/// The engine of a name.
+pub fn engine(name: &str) -> Result<Box<dyn Engine>, RouteError> {
+    match name {
+        "minhop" => Ok(Box::new(crate::minhop::MinHop)),
+        other => Err(RouteError::UnknownEngine(other.to_string())),
+    }
+}
+
+/// One engine of a chain that declined, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Fallback {
+    pub engine: &'static str,
+    pub reason: String,
+}
+
+/// The result of a chain: the tables, and every engine that declined before.
+#[derive(Debug, Clone)]
+pub struct ChainResult {
+    pub routes: Routes,
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// Runs engines in order (`"ftree,updn,minhop"`) until one routes, as OpenSM's `-R` does;
+/// only [`RouteError::NotApplicable`] moves on, any other error stops the chain.
+pub fn route_chain(
+    chain: &str,
+    topo: &Topo<'_>,
+    opts: &Options,
+) -> Result<ChainResult, RouteError> {
+    let mut fallbacks = Vec::new();
+    for name in chain.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let e = engine(name)?;
+        match e.route(topo, opts) {
+            Ok(routes) => return Ok(ChainResult { routes, fallbacks }),
+            Err(RouteError::NotApplicable { engine, reason }) => {
+                fallbacks.push(Fallback { engine, reason })
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Err(RouteError::ChainExhausted(
+        fallbacks
+            .iter()
+            .map(|f| format!("{}: {}", f.engine, f.reason))
+            .collect::<Vec<_>>()
+            .join("; "),
+    ))
+}
