@@ -29,6 +29,7 @@ pub mod mft;
 pub mod multipath_record;
 pub mod node_description;
 pub mod node_info;
+pub mod node_record;
 pub mod notice;
 pub mod path_record;
 pub mod pkey_table;
@@ -40,6 +41,8 @@ pub mod sl2vl;
 pub mod sm_info;
 pub mod smp;
 pub mod switch_info;
+#[cfg(test)]
+mod test_vectors;
 mod types;
 pub mod vl_arb;
 
