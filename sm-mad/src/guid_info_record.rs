@@ -145,4 +145,12 @@ mod tests {
         assert_eq!(v["block_num"], 0);
         assert_eq!(v["guid_info"]["guid_block"][0], "0x0000000000100004");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

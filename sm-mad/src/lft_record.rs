@@ -140,4 +140,12 @@ mod tests {
         assert_eq!(v["block_num"], 0);
         assert_eq!(v["linear_forwarding_table"]["port_block"][3], 3);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

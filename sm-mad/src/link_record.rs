@@ -118,4 +118,12 @@ mod tests {
         assert_eq!(v["from_lid"], 4);
         assert_eq!(v["to_lid"], 3);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

@@ -198,4 +198,12 @@ mod tests {
         assert_eq!(v["node_info"]["port_guid"], "0x0000000000100004");
         assert_eq!(v["node_description"]["node_string"], "Hca2");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

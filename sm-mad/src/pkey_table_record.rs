@@ -143,4 +143,12 @@ mod tests {
         assert_eq!(v["port_num"], 1);
         assert_eq!(v["p_key_table"]["p_key_table"][0], "0xffff");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

@@ -301,4 +301,12 @@ mod tests {
         assert_eq!(v["port_info"]["port_state"], "Active");
         assert_eq!(v["port_info"]["neighbor_mtu"], "Mtu2048");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

@@ -158,4 +158,12 @@ mod tests {
         assert_eq!(v["input_port_num"], 1);
         assert_eq!(v["sl_to_vl_mapping_table"]["sl_to_vl"][15], 7);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

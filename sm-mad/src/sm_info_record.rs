@@ -135,4 +135,12 @@ mod tests {
         assert_eq!(v["sm_info"]["guid"], "0x0000000000200000");
         assert_eq!(v["sm_info"]["sm_state"], "Master");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

@@ -165,4 +165,12 @@ mod tests {
         assert_eq!(v["switch_info"]["linear_fdb_top"], 6);
         assert_eq!(v["switch_info"]["life_time_value"], 18);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }

@@ -178,4 +178,12 @@ mod tests {
             4
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes(b in proptest::collection::vec(proptest::num::u8::ANY, LEN)) {
+            let out = crate::test_vectors::any_bytes::<Repr>(&b)?;
+            proptest::prop_assert!(Packet::new_checked(&out[..]).unwrap().check_reserved().is_ok());
+        }
+    }
 }
