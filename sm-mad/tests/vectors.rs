@@ -29,7 +29,7 @@ enum Direction {
 }
 
 /// One `.mad` file.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Vector {
     /// The file name without `.mad`, e.g. `sa_pathrecord.resp`.
     name: String,
@@ -1169,15 +1169,7 @@ fn checks_catch_a_wrong_value() {
         ("port_info.vl_cap", "VL0-3"),
         ("end_port_lid", "5"),
     ] {
-        let mut bad = Vector {
-            name: v.name.clone(),
-            command: v.command.clone(),
-            fabric: v.fabric.clone(),
-            sm: v.sm.clone(),
-            direction: v.direction,
-            expects: v.expects.clone(),
-            bytes: v.bytes.clone(),
-        };
+        let mut bad = v.clone();
         for e in bad.expects.iter_mut().filter(|(k, _)| k == key) {
             e.1 = wrong.to_string();
         }
@@ -1187,13 +1179,8 @@ fn checks_catch_a_wrong_value() {
     // An index outside the decoded block is an error, not a skip.
     let v = all.iter().find(|v| v.name == "lr_lft_block0.resp").unwrap();
     let mut far = Vector {
-        name: v.name.clone(),
-        command: v.command.clone(),
-        fabric: v.fabric.clone(),
-        sm: v.sm.clone(),
-        direction: v.direction,
         expects: vec![("port[64]".into(), "0".into())],
-        bytes: v.bytes.clone(),
+        ..v.clone()
     };
     assert!(check_vector(&far).unwrap_err().contains("port[64]"));
     far.expects = vec![("port[5]".into(), "2".into())];
