@@ -496,6 +496,175 @@ macro_rules! wire_struct {
 }
 pub(crate) use wire_struct;
 
+/// An SA record that embeds whole attributes (NodeRecord holds a NodeInfo, PortInfoRecord a
+/// PortInfo, ...): scalar fields laid out as in [`wire_struct!`], then each embedded
+/// attribute parsed and emitted by its own `Repr` at a byte offset. Generates, in the invoking
+/// module, `LEN`, `mod field` (a typed [`Field`] per scalar field and a byte range per
+/// attribute), the `Packet<T>` view and the owned `Repr`, whose JSON nests each attribute as
+/// an object under its field name.
+///
+/// Attribute lines read `name: Type = CONST @ byte_offset;`. `Packet::check_reserved` checks
+/// the record's own reserved bits; an attribute's are its own module's business.
+macro_rules! wire_record {
+    (
+        $(#[$meta:meta])*
+        struct $what:literal, $len:expr;
+        fields {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident : $ty:ty = $konst:ident @ $off:expr, $width:expr;
+            )*
+        }
+        attributes {
+            $(
+                $(#[$ameta:meta])*
+                $attr:ident : $aty:ty = $akonst:ident @ $aoff:expr;
+            )+
+        }
+    ) => {
+        /// Length of the record on the wire, in bytes (before any padding to the attribute
+        /// offset).
+        pub const LEN: usize = $len;
+
+        /// Layout of the record: bit fields (spec bit numbering) and attribute byte ranges.
+        pub mod field {
+            #[allow(unused_imports)]
+            use super::*;
+            $(
+                #[allow(missing_docs)]
+                pub const $konst: $crate::bits::Field<$ty> =
+                    $crate::bits::Field::new(stringify!($field), $off, $width);
+            )*
+            $(
+                #[allow(missing_docs)]
+                pub const $akonst: core::ops::Range<usize> =
+                    $aoff..$aoff + <$aty as $crate::Wire>::LEN;
+            )+
+            /// Every field and attribute as (name, bit offset, bit width); all other bits are
+            /// reserved.
+            pub const ALL: &[(&str, usize, usize)] = &[
+                $( (stringify!($field), $off, $width), )*
+                $( (stringify!($attr), $aoff * 8, <$aty as $crate::Wire>::LEN * 8), )+
+            ];
+
+            #[allow(clippy::int_plus_one)] // 1-bit fields expand to `off + 1 <= len`
+            const _: () = {
+                $( assert!($off + $width <= super::LEN * 8, concat!("field ", stringify!($field), " overruns the record")); )*
+                $( assert!($akonst.end <= super::LEN, concat!("attribute ", stringify!($attr), " overruns the record")); )+
+            };
+        }
+
+        /// Zero-copy view over a buffer holding the record.
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// Wraps a buffer without checking its length; accessors panic if it is short.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                Packet { buffer }
+            }
+
+            /// Wraps a buffer after checking that the whole record lies inside it.
+            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
+                let got = buffer.as_ref().len();
+                if got < LEN {
+                    return Err($crate::Error::Truncated { what: $what, need: LEN, got });
+                }
+                Ok(Packet { buffer })
+            }
+
+            /// The wrapped buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            /// Reads one field.
+            #[inline]
+            pub fn get<V: $crate::bits::WireValue>(&self, f: $crate::bits::Field<V>) -> V {
+                f.get(self.buffer.as_ref())
+            }
+
+            /// The bytes of one embedded attribute (`range` is one of the `field` ranges).
+            pub fn attribute(&self, range: core::ops::Range<usize>) -> &[u8] {
+                &self.buffer.as_ref()[range]
+            }
+
+            /// Fails on the first reserved bit of the record that is set.
+            pub fn check_reserved(&self) -> $crate::Result<()> {
+                $crate::bits::check_reserved($what, self.buffer.as_ref(), LEN, field::ALL)
+            }
+        }
+
+        impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+            /// Writes one field.
+            #[inline]
+            pub fn set<V: $crate::bits::WireValue>(&mut self, f: $crate::bits::Field<V>, v: V) {
+                f.set(self.buffer.as_mut(), v)
+            }
+
+            /// The bytes of one embedded attribute, writable.
+            pub fn attribute_mut(&mut self, range: core::ops::Range<usize>) -> &mut [u8] {
+                &mut self.buffer.as_mut()[range]
+            }
+        }
+
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+        pub struct Repr {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+            $( $(#[$ameta])* pub $attr: $aty, )+
+        }
+
+        impl Repr {
+            /// Parses the record from the start of `buf` (padding after it is ignored);
+            /// reserved bits are ignored (see `Packet::check_reserved`).
+            pub fn parse(buf: &[u8]) -> $crate::Result<Self> {
+                let got = buf.len();
+                if got < LEN {
+                    return Err($crate::Error::Truncated { what: $what, need: LEN, got });
+                }
+                let buf = &buf[..LEN];
+                Ok(Repr {
+                    $( $field: field::$konst.get(buf), )*
+                    $( $attr: <$aty as $crate::Wire>::parse(&buf[field::$akonst])?, )+
+                })
+            }
+
+            /// Bytes `emit` writes.
+            pub const fn buffer_len(&self) -> usize {
+                LEN
+            }
+
+            /// Writes the record into the start of `buf`; reserved bits are zeroed.
+            pub fn emit(&self, buf: &mut [u8]) -> $crate::Result<()> {
+                let got = buf.len();
+                if got < LEN {
+                    return Err($crate::Error::BufferTooSmall { what: $what, need: LEN, got });
+                }
+                let buf = &mut buf[..LEN];
+                buf.fill(0);
+                $( field::$konst.set(buf, self.$field); )*
+                $( $crate::Wire::emit(&self.$attr, &mut buf[field::$akonst])?; )+
+                Ok(())
+            }
+        }
+
+        impl $crate::Wire for Repr {
+            const NAME: &'static str = $what;
+            const LEN: usize = LEN;
+            fn parse(buf: &[u8]) -> $crate::Result<Self> {
+                Repr::parse(buf)
+            }
+            fn emit(&self, buf: &mut [u8]) -> $crate::Result<()> {
+                Repr::emit(self, buf)
+            }
+        }
+    };
+}
+pub(crate) use wire_record;
+
 #[cfg(test)]
 mod tests {
     use super::*;
