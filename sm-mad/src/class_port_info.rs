@@ -38,18 +38,18 @@ wire_struct! {
         redirect_sl: Sl = REDIRECT_SL @ 200, 4;
         redirect_fl: u32 = REDIRECT_FL @ 204, 20;
         redirect_lid: Lid = REDIRECT_LID @ 224, 16;
-        redirect_pkey: PKey = REDIRECT_PKEY @ 240, 16;
+        redirect_p_key: PKey = REDIRECT_P_KEY @ 240, 16;
         redirect_qp: u32 = REDIRECT_QP @ 264, 24;
-        redirect_qkey: u32 = REDIRECT_QKEY @ 288, 32;
+        redirect_q_key: u32 = REDIRECT_Q_KEY @ 288, 32;
         trap_gid: Gid = TRAP_GID @ 320, 128;
         trap_tc: u8 = TRAP_TC @ 448, 8;
         trap_sl: Sl = TRAP_SL @ 456, 4;
         trap_fl: u32 = TRAP_FL @ 460, 20;
         trap_lid: Lid = TRAP_LID @ 480, 16;
-        trap_pkey: PKey = TRAP_PKEY @ 496, 16;
+        trap_p_key: PKey = TRAP_P_KEY @ 496, 16;
         trap_hl: u8 = TRAP_HL @ 512, 8;
         trap_qp: u32 = TRAP_QP @ 520, 24;
-        trap_qkey: u32 = TRAP_QKEY @ 544, 32;
+        trap_q_key: u32 = TRAP_Q_KEY @ 544, 32;
     }
 }
 
@@ -98,8 +98,8 @@ mod tests {
             capability_mask2: 0xb5e8,
             resp_time_value: 16,
             redirect_qp: 1,
-            redirect_qkey: 0x8001_0000,
-            trap_qkey: 0x8001_0000,
+            redirect_q_key: 0x8001_0000,
+            trap_q_key: 0x8001_0000,
             ..Repr::default()
         }
     }
@@ -118,18 +118,18 @@ mod tests {
             redirect_sl: Sl(5),
             redirect_fl: 0xabcde,
             redirect_lid: Lid(0x42),
-            redirect_pkey: PKey::DEFAULT,
+            redirect_p_key: PKey::DEFAULT,
             redirect_qp: 0x12_3456,
-            redirect_qkey: 0x8001_0000,
+            redirect_q_key: 0x8001_0000,
             trap_gid: Gid::new(0xfe80_0000_0000_0000, Guid(0x0002_c903_0000_0001)),
             trap_tc: 0x34,
             trap_sl: Sl(15),
             trap_fl: 1,
             trap_lid: Lid(1),
-            trap_pkey: PKey(0x7fff),
+            trap_p_key: PKey(0x7fff),
             trap_hl: 255,
             trap_qp: 1,
-            trap_qkey: 0x8001_0000,
+            trap_q_key: 0x8001_0000,
         }
     }
 
@@ -177,7 +177,7 @@ mod tests {
             Packet::new_checked(&buf[..]).unwrap().check_reserved(),
             Err(Error::ReservedBitsSet {
                 offset: 32,
-                after: "redirect_pkey",
+                after: "redirect_p_key",
                 ..
             })
         ));
@@ -212,7 +212,7 @@ mod tests {
     fn json() {
         let v = serde_json::to_value(every_field()).unwrap();
         assert_eq!(v["redirect_gid"], "fe80:0000:0000:0000:0002:c903:0000:1234");
-        assert_eq!(v["trap_pkey"], "0x7fff");
+        assert_eq!(v["trap_p_key"], "0x7fff");
         assert_eq!(v["capability_mask2"], 1);
     }
 

@@ -6,9 +6,11 @@ use crate::mad::{self, Method, MgmtClass};
 use crate::smp::{self, Route};
 use crate::{Error, Result, Wire, sa};
 use crate::{
-    class_port_info, guid_info, inform_info, inform_info_record, lft, mcmember_record, mft,
-    multipath_record, node_description, node_info, notice, path_record, pkey_table, port_info,
-    rmpp, service_record, sl2vl, sm_info, switch_info, vl_arb,
+    class_port_info, guid_info, guid_info_record, inform_info, inform_info_record, lft, lft_record,
+    link_record, mcmember_record, mft, mft_record, multipath_record, node_description, node_info,
+    node_record, notice, path_record, pkey_table, pkey_table_record, port_info, port_info_record,
+    rmpp, service_record, sl2vl, sl2vl_record, sm_info, sm_info_record, switch_info,
+    switch_info_record, vl_arb, vl_arb_record,
 };
 
 macro_rules! bodies {
@@ -50,6 +52,17 @@ bodies! {
     MultiPathRecord => multipath_record::Repr,
     McMemberRecord => mcmember_record::Repr,
     ServiceRecord => service_record::Repr,
+    NodeRecord => node_record::Repr,
+    PortInfoRecord => port_info_record::Repr,
+    LinkRecord => link_record::Repr,
+    SwitchInfoRecord => switch_info_record::Repr,
+    LinearForwardingTableRecord => lft_record::Repr,
+    MulticastForwardingTableRecord => mft_record::Repr,
+    PKeyTableRecord => pkey_table_record::Repr,
+    SlToVlMappingTableRecord => sl2vl_record::Repr,
+    VlArbitrationTableRecord => vl_arb_record::Repr,
+    SmInfoRecord => sm_info_record::Repr,
+    GuidInfoRecord => guid_info_record::Repr,
 }
 
 /// The subnet-management part of an SMP beyond the common header.
@@ -152,6 +165,21 @@ fn sa_record(attr_id: u16) -> Option<(usize, RecordParser)> {
         SaAttrId::MultiPathRecord => rec!(multipath_record::Repr, MultiPathRecord),
         SaAttrId::McMemberRecord => rec!(mcmember_record::Repr, McMemberRecord),
         SaAttrId::ServiceRecord => rec!(service_record::Repr, ServiceRecord),
+        SaAttrId::NodeRecord => rec!(node_record::Repr, NodeRecord),
+        SaAttrId::PortInfoRecord => rec!(port_info_record::Repr, PortInfoRecord),
+        SaAttrId::LinkRecord => rec!(link_record::Repr, LinkRecord),
+        SaAttrId::SwitchInfoRecord => rec!(switch_info_record::Repr, SwitchInfoRecord),
+        SaAttrId::LinearForwardingTableRecord => {
+            rec!(lft_record::Repr, LinearForwardingTableRecord)
+        }
+        SaAttrId::MulticastForwardingTableRecord => {
+            rec!(mft_record::Repr, MulticastForwardingTableRecord)
+        }
+        SaAttrId::PKeyTableRecord => rec!(pkey_table_record::Repr, PKeyTableRecord),
+        SaAttrId::SlToVlMappingTableRecord => rec!(sl2vl_record::Repr, SlToVlMappingTableRecord),
+        SaAttrId::VlArbitrationTableRecord => rec!(vl_arb_record::Repr, VlArbitrationTableRecord),
+        SaAttrId::SmInfoRecord => rec!(sm_info_record::Repr, SmInfoRecord),
+        SaAttrId::GuidInfoRecord => rec!(guid_info_record::Repr, GuidInfoRecord),
         SaAttrId::Notice => Some((notice::FULL_LEN, |b: &[u8]| {
             notice::Repr::parse(b).map(Body::Notice)
         })),

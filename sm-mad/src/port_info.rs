@@ -234,7 +234,7 @@ wire_struct! {
         /// See [`link_speed`].
         link_speed_supported: u8 = LINK_SPEED_SUPPORTED @ 256, 4;
         port_state: PortState = PORT_STATE @ 260, 4;
-        port_phys_state: PhysPortState = PORT_PHYS_STATE @ 264, 4;
+        port_physical_state: PhysPortState = PORT_PHYSICAL_STATE @ 264, 4;
         link_down_default_state: LinkDownDefaultState = LINK_DOWN_DEFAULT_STATE @ 268, 4;
         m_key_protect_bits: u8 = M_KEY_PROTECT_BITS @ 272, 2;
         lmc: u8 = LMC @ 277, 3;
@@ -390,7 +390,7 @@ mod tests {
             link_width_active: link_width::X4,
             link_speed_supported: 7,
             port_state: PortState::Active,
-            port_phys_state: PhysPortState::LinkUp,
+            port_physical_state: PhysPortState::LinkUp,
             link_down_default_state: LinkDownDefaultState::Polling,
             m_key_protect_bits: 0,
             lmc: 0,
@@ -488,7 +488,7 @@ mod tests {
 
         let p3 = round_trip(&SWITCH_PORT3);
         assert_eq!(p3.port_state, PortState::Active);
-        assert_eq!(p3.port_phys_state, PhysPortState::LinkUp);
+        assert_eq!(p3.port_physical_state, PhysPortState::LinkUp);
         assert_eq!((p3.vl_stall_count, p3.hoq_life), (7, 18));
         assert_eq!(p3.lid, Lid::NONE);
         assert_eq!(p3.capability_mask, 0);
@@ -496,7 +496,7 @@ mod tests {
 
         let p4 = round_trip(&SWITCH_PORT4_DOWN);
         assert_eq!(p4.port_state, PortState::Down);
-        assert_eq!(p4.port_phys_state, PhysPortState::Polling);
+        assert_eq!(p4.port_physical_state, PhysPortState::Polling);
         assert_eq!(p4.local_phy_errors, 4);
     }
 
@@ -581,7 +581,7 @@ mod tests {
         assert_eq!(p.get(field::PORT_STATE), PortState::Active);
         assert_eq!(p.get(field::HOQ_LIFE), 0);
         p.set(field::PORT_STATE, PortState::NoChange);
-        p.set(field::PORT_PHYS_STATE, PhysPortState::Disabled);
+        p.set(field::PORT_PHYSICAL_STATE, PhysPortState::Disabled);
         p.set(field::LMC, 2);
         p.set(field::CLIENT_REREGISTER, true);
         p.set(
@@ -632,7 +632,7 @@ mod tests {
         buf[37] = 0x70; // VLCap 7
         let r = Repr::parse(&buf).unwrap();
         assert_eq!(r.port_state, PortState::Unknown(7));
-        assert_eq!(r.port_phys_state, PhysPortState::Unknown(15));
+        assert_eq!(r.port_physical_state, PhysPortState::Unknown(15));
         assert_eq!(r.neighbor_mtu, Mtu::Unknown(7));
         assert_eq!(r.vl_cap, VlCap::Unknown(7));
         let mut out = [0u8; 64];

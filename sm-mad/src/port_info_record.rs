@@ -136,7 +136,7 @@ mod tests {
                 link_width_active: link_width::X4,
                 link_speed_supported: 7,
                 port_state: PortState::Active,
-                port_phys_state: PhysPortState::LinkUp,
+                port_physical_state: PhysPortState::LinkUp,
                 link_down_default_state: LinkDownDefaultState::Polling,
                 m_key_protect_bits: 0,
                 lmc: 0,

@@ -637,7 +637,7 @@ fn check_port_info(c: &mut Checker<'_>, p: &str, r: &port_info::Repr) -> Result<
         ("port_state", text(port_state_text(r.port_state))),
         (
             "port_physical_state",
-            text(phys_state_text(r.port_phys_state)),
+            text(phys_state_text(r.port_physical_state)),
         ),
         (
             "link_down_default_state",
@@ -883,12 +883,12 @@ fn check_class_port_info(c: &mut Checker<'_>, r: &class_port_info::Repr) -> Resu
         ("capability_mask2", n(r.capability_mask2)),
         ("resp_time_value", n(r.resp_time_value)),
         ("redirect_lid", n(r.redirect_lid.0)),
-        ("redirect_p_key", n(r.redirect_pkey.0)),
+        ("redirect_p_key", n(r.redirect_p_key.0)),
         ("redirect_qp", n(r.redirect_qp)),
-        ("redirect_q_key", n(r.redirect_qkey)),
+        ("redirect_q_key", n(r.redirect_q_key)),
         ("trap_lid", n(r.trap_lid.0)),
-        ("trap_p_key", n(r.trap_pkey.0)),
-        ("trap_q_key", n(r.trap_qkey)),
+        ("trap_p_key", n(r.trap_p_key.0)),
+        ("trap_q_key", n(r.trap_q_key)),
     ] {
         c.field(f, got)?;
     }
