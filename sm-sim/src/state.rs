@@ -1,0 +1,250 @@
+//! What every simulated node holds: the attributes its SMA answers with, per node and per
+//! port, laid out in vectors parallel to the fabric's nodes and ports.
+
+use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
+use sm_mad::port_info::{self, LinkDownDefaultState, Mtu, PhysPortState, PortState, VlCap, cap};
+use sm_mad::{Guid, Lid, PKey, Vl, node_description, node_info, switch_info, vl_arb};
+
+/// Linear forwarding table capacity of simulated switches (the whole unicast space).
+pub const LFT_CAP: u16 = 0xC000;
+/// Multicast forwarding table capacity (MLIDs).
+pub const MFT_CAP: u16 = 1024;
+/// P_Key table entries of every port.
+pub const PKEY_CAP: u16 = 32;
+/// GUIDInfo entries of CA ports.
+pub const GUID_CAP: u8 = 8;
+
+/// A switch's forwarding state.
+#[derive(Debug, Clone)]
+pub struct SwitchState {
+    pub info: switch_info::Repr,
+    /// Output port per LID, 255 = none; `LFT_CAP` entries.
+    pub lft: Vec<u8>,
+    /// Port masks per MLID and position, allocated on first use.
+    pub mft: Vec<[u16; 16]>,
+    /// SL-to-VL tables per (input, output) port pair, allocated on first Set.
+    pub sl2vl: Vec<[u8; 16]>,
+}
+
+/// A simulated node.
+#[derive(Debug, Clone)]
+pub struct SimNode {
+    pub kind: NodeKind,
+    pub num_ports: u8,
+    pub first_port: u32,
+    /// NodeInfo as the node reports it; `port_guid` and `local_port_num` are per query.
+    pub info: node_info::Repr,
+    pub desc: node_description::Repr,
+    pub switch: Option<Box<SwitchState>>,
+    /// False once removed: the node answers nothing and its links are gone.
+    pub alive: bool,
+    /// Receives MADs but never answers (a hung SMA).
+    pub silent: bool,
+    /// Extra SMA processing time, in virtual nanoseconds.
+    pub extra_delay: u64,
+}
+
+/// A simulated port.
+#[derive(Debug, Clone)]
+pub struct SimPort {
+    pub node: NodeIdx,
+    pub num: u8,
+    pub exists: bool,
+    pub guid: Guid,
+    pub info: port_info::Repr,
+    pub pkeys: Vec<PKey>,
+    /// CA and switch port 0: one SL-to-VL table.
+    pub sl2vl: [u8; 16],
+    pub vlarb_low: [vl_arb::Entry; 64],
+    pub vlarb_high: [vl_arb::Entry; 64],
+    pub guids: [Guid; GUID_CAP as usize],
+    /// The cable: where this port's link goes while the physical link is up.
+    pub remote: Option<PortIdx>,
+}
+
+fn ca_capabilities() -> u32 {
+    cap::IS_TRAP_SUPPORTED
+        | cap::IS_SL_MAPPING_SUPPORTED
+        | cap::IS_SYSTEM_IMAGE_GUID_SUPPORTED
+        | cap::IS_CAPABILITY_MASK2_SUPPORTED
+        | cap::IS_COMMUNICATION_MANAGEMENT_SUPPORTED
+        | cap::IS_VENDOR_CLASS_SUPPORTED
+        | cap::IS_CLIENT_REREGISTRATION_SUPPORTED
+}
+
+fn switch_port0_capabilities() -> u32 {
+    cap::IS_TRAP_SUPPORTED
+        | cap::IS_SL_MAPPING_SUPPORTED
+        | cap::IS_SYSTEM_IMAGE_GUID_SUPPORTED
+        | cap::IS_VENDOR_CLASS_SUPPORTED
+}
+
+/// PortInfo of a port straight after power-up, before any SM.
+pub(crate) fn initial_port_info(fabric: &Fabric, p: PortIdx) -> port_info::Repr {
+    let port = fabric.port(p);
+    let node = fabric.node(port.node);
+    let is_switch = node.kind == NodeKind::Switch;
+    let endport = !is_switch || port.num == 0;
+    let linked = port.remote.is_some();
+    let (state, phys) = if is_switch && port.num == 0 {
+        (PortState::Active, PhysPortState::LinkUp)
+    } else if linked {
+        (PortState::Init, PhysPortState::LinkUp)
+    } else {
+        (PortState::Down, PhysPortState::Polling)
+    };
+    let vl_cap = VlCap::from_raw_value(port.vl_cap);
+    port_info::Repr {
+        capability_mask: if !endport {
+            0
+        } else if is_switch {
+            switch_port0_capabilities()
+        } else {
+            ca_capabilities()
+        },
+        m_key_lease_period: 0,
+        local_port_num: port.num,
+        link_width_enabled: port.width,
+        link_width_supported: port_info::link_width::X1
+            | port_info::link_width::X4
+            | port_info::link_width::X8
+            | port_info::link_width::X12
+            | port_info::link_width::X2,
+        link_width_active: if linked || port.num == 0 {
+            port.width
+        } else {
+            0
+        },
+        link_speed_supported: 7,
+        port_state: state,
+        port_physical_state: phys,
+        link_down_default_state: LinkDownDefaultState::Polling,
+        link_speed_active: if linked { port.speed.speed } else { 0 },
+        link_speed_enabled: 7,
+        neighbor_mtu: Mtu::from_raw_value(port.mtu_cap),
+        vl_cap,
+        vl_high_limit: 0,
+        vl_arbitration_high_cap: 8,
+        vl_arbitration_low_cap: 8,
+        mtu_cap: Mtu::from_raw_value(port.mtu_cap),
+        vl_stall_count: 7,
+        operational_vls: VlCap::Vl0,
+        guid_cap: if endport && !is_switch { GUID_CAP } else { 1 },
+        subnet_timeout: 0,
+        link_speed_ext_active: if linked { port.speed.ext } else { 0 },
+        link_speed_ext_supported: if port.speed.ext != 0 { 15 } else { 0 },
+        link_speed_ext_enabled: if port.speed.ext != 0 { 15 } else { 0 },
+        ..port_info::Repr::default()
+    }
+}
+
+/// Builds the node and port state of a freshly powered fabric.
+pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
+    let mut nodes = Vec::with_capacity(fabric.nodes().len());
+    for (i, n) in fabric.nodes().iter().enumerate() {
+        let ni = NodeIdx(i as u32);
+        let first_port = fabric
+            .port_of(ni, if n.kind == NodeKind::Switch { 0 } else { 1 })
+            .map_or(0, |p| p.0 - if n.kind == NodeKind::Switch { 0 } else { 1 });
+        let switch = (n.kind == NodeKind::Switch).then(|| Box::new(new_switch()));
+        nodes.push(SimNode {
+            kind: n.kind,
+            num_ports: n.num_ports,
+            first_port,
+            info: node_info::Repr {
+                base_version: 1,
+                class_version: 1,
+                node_type: n.kind.node_type(),
+                num_ports: n.num_ports,
+                system_image_guid: n.system_guid,
+                node_guid: n.guid,
+                port_guid: n.guid,
+                partition_cap: PKEY_CAP,
+                device_id: n.device_id,
+                revision: n.revision,
+                local_port_num: 0,
+                vendor_id: n.vendor_id,
+            },
+            desc: node_description::Repr::new(&n.description),
+            switch,
+            alive: true,
+            silent: false,
+            extra_delay: 0,
+        });
+    }
+    let mut ports = Vec::with_capacity(fabric.ports().len());
+    for (i, p) in fabric.ports().iter().enumerate() {
+        let pi = PortIdx(i as u32);
+        let mut pkeys = vec![PKey(0); PKEY_CAP as usize];
+        pkeys[0] = PKey::DEFAULT;
+        let mut guids = [Guid(0); GUID_CAP as usize];
+        guids[0] = p.guid;
+        ports.push(SimPort {
+            node: p.node,
+            num: p.num,
+            exists: p.exists,
+            guid: p.guid,
+            info: if p.exists {
+                initial_port_info(fabric, pi)
+            } else {
+                port_info::Repr::default()
+            },
+            pkeys,
+            sl2vl: [0; 16],
+            vlarb_low: [vl_arb::Entry::new(0, 0); 64],
+            vlarb_high: [vl_arb::Entry::new(0, 0); 64],
+            guids,
+            remote: p.remote,
+        });
+    }
+    (nodes, ports)
+}
+
+pub(crate) fn new_switch() -> SwitchState {
+    SwitchState {
+        info: switch_info::Repr {
+            linear_fdb_cap: LFT_CAP,
+            multicast_fdb_cap: MFT_CAP,
+            linear_fdb_top: Lid(0),
+            life_time_value: 18,
+            port_state_change: true,
+            partition_enforcement_cap: PKEY_CAP,
+            inbound_enforcement_cap: true,
+            outbound_enforcement_cap: true,
+            filter_raw_inbound_cap: true,
+            filter_raw_outbound_cap: true,
+            multicast_fdb_top: Lid(0),
+            ..switch_info::Repr::default()
+        },
+        lft: vec![255; LFT_CAP as usize],
+        mft: Vec::new(),
+        sl2vl: Vec::new(),
+    }
+}
+
+impl SwitchState {
+    /// The SL-to-VL table for traffic entering `input` and leaving `output`.
+    pub fn sl2vl(&self, num_ports: u8, input: u8, output: u8) -> [u8; 16] {
+        let n = num_ports as usize + 1;
+        self.sl2vl
+            .get(input as usize * n + output as usize)
+            .copied()
+            .unwrap_or([0; 16])
+    }
+
+    /// Sets one (input, output) table, allocating the matrix on first use.
+    pub fn set_sl2vl(&mut self, num_ports: u8, input: u8, output: u8, table: [u8; 16]) {
+        let n = num_ports as usize + 1;
+        if self.sl2vl.is_empty() {
+            self.sl2vl = vec![[0; 16]; n * n];
+        }
+        if let Some(t) = self.sl2vl.get_mut(input as usize * n + output as usize) {
+            *t = table;
+        }
+    }
+}
+
+/// The VL an SL maps to in a table.
+pub fn vl_of(table: &[u8; 16], sl: u8) -> Vl {
+    Vl(table[(sl & 15) as usize])
+}
