@@ -14,6 +14,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the subnet manager (against the in-process simulated fabric with --sim).
+    Run(cmd::run::Args),
     /// Generate a topology (fat-tree, torus, mesh, dragonfly, random) as an ibnetdiscover /
     /// ibsim net file.
     Gen(cmd::generate::Args),
@@ -21,9 +23,28 @@ enum Command {
     Decode(cmd::decode::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // The chain of causes, without a backtrace: the message must say what and where.
+            eprintln!("ibsm: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     match cli.command {
+        Command::Run(a) => cmd::run::run(a),
         Command::Gen(a) => cmd::generate::run(a),
         Command::Decode(a) => cmd::decode::run(a),
     }

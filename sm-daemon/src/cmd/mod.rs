@@ -2,3 +2,4 @@
 
 pub(crate) mod decode;
 pub(crate) mod generate;
+pub(crate) mod run;

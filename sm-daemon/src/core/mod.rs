@@ -1,0 +1,1228 @@
+//! The subnet manager as a sans-IO state machine (quinn-proto style).
+//!
+//! Inputs: [`Sm::handle_mad`] with the time and a received MAD, [`Sm::handle_timeout`] when
+//! [`Sm::poll_timeout`]'s deadline passes, and commands ([`Sm::start`], [`Sm::request_sweep`]).
+//! Outputs, pulled by the shell: [`Sm::poll_transmit`], [`Sm::poll_timeout`],
+//! [`Sm::poll_event`]. The core never reads a clock, a socket or an unseeded RNG: the same
+//! inputs give the same outputs, which is what makes virtual-time tests possible.
+//!
+//! A heavy sweep: directed-route discovery (NodeInfo, NodeDescription, SwitchInfo, PortInfo
+//! of every port; many SMPs in flight) -> a fabric model in GUID order (so discovery order,
+//! loss and reordering never change the outcome) -> stable LIDs -> routing -> programming
+//! (PortInfo, SwitchInfo, only the LFT blocks that differ from what each switch holds, then
+//! every port ARMED and ACTIVE) -> subnet up. Light sweeps poll SwitchInfo.PortStateChange;
+//! a trap or a change starts a heavy sweep.
+
+mod requests;
+
+use std::collections::{HashMap, VecDeque};
+
+use sm_core::dump::Lfts;
+use sm_core::fabric::{Fabric, NodeKind, NodeSpec, Speed};
+use sm_core::lid::LidStore;
+use sm_mad::port_info::{self, Mtu, PhysPortState, PortState, VlCap};
+use sm_mad::smp::{self, Route};
+use sm_mad::{
+    Guid, Lid, MadStatus, Method, MgmtClass, Tid, attr, lft, mad, node_description, node_info,
+    notice, switch_info,
+};
+use sm_routing::{Options as RouteOptions, Topo};
+
+use requests::Requests;
+pub use requests::{MadCounts, Transmit};
+
+/// Time in nanoseconds, from whatever clock the shell runs on (virtual or monotonic).
+pub type Nanos = u64;
+
+/// What the core is told at start.
+#[derive(Debug, Clone)]
+pub struct Params {
+    pub lmc: u8,
+    /// Routing engine chain, e.g. `"ftree,updn,minhop"`.
+    pub routing: String,
+    pub routing_options: RouteOptions,
+    pub smp_timeout: Nanos,
+    pub smp_retries: u32,
+    pub max_outstanding: usize,
+    /// Light sweep interval; 0 disables light sweeps.
+    pub sweep_interval: Nanos,
+    pub subnet_prefix: u64,
+    pub m_key: u64,
+    pub sm_priority: u8,
+    /// Cap on OperationalVLs, as a VLCap code (5 = VL0-14).
+    pub max_op_vls: u8,
+    pub subnet_timeout: u8,
+    /// SwitchInfo.LifeTimeValue.
+    pub switch_life_time: u8,
+    /// Wall-clock reader used only to report how long routing took; `None` in virtual time.
+    pub stopwatch: Option<fn() -> Nanos>,
+    /// Wait before sweeping again after a sweep that did not bring the subnet up.
+    pub retry_backoff: Nanos,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            lmc: 0,
+            routing: "minhop".into(),
+            routing_options: RouteOptions::default(),
+            smp_timeout: 200_000_000,
+            smp_retries: 3,
+            max_outstanding: 64,
+            sweep_interval: 10_000_000_000,
+            subnet_prefix: 0xfe80_0000_0000_0000,
+            m_key: 0,
+            sm_priority: 0,
+            max_op_vls: 5,
+            subnet_timeout: 18,
+            switch_life_time: 18,
+            stopwatch: None,
+            retry_backoff: 100_000_000,
+        }
+    }
+}
+
+/// What one sweep did, for the `info!` line and the JSON report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    pub sweep: u64,
+    pub heavy: bool,
+    pub subnet_up: bool,
+    pub nodes: usize,
+    pub switches: usize,
+    pub cas: usize,
+    pub routers: usize,
+    pub links: usize,
+    /// LIDs in use (every LID of every LMC range).
+    pub lids: usize,
+    pub engine: String,
+    pub engine_used: String,
+    pub fallbacks: Vec<String>,
+    pub mads_sent: u64,
+    pub mads_retried: u64,
+    pub mads_lost: u64,
+    pub port_info_sets: u64,
+    pub switch_info_sets: u64,
+    pub lft_blocks_sent: u64,
+    pub port_state_sets: u64,
+    pub discovery_ns: Nanos,
+    pub programming_ns: Nanos,
+    /// Routing computation only (wall clock when a stopwatch is given, else 0).
+    pub routing_ns: Nanos,
+    pub sweep_ns: Nanos,
+    /// Errors met on the way (a sweep with errors is retried).
+    pub errors: Vec<String>,
+}
+
+/// What the core tells the shell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    SweepStarted {
+        sweep: u64,
+        heavy: bool,
+    },
+    /// A heavy sweep finished; `subnet_up` says whether every step succeeded.
+    SweepDone(Box<SweepReport>),
+    /// A trap arrived (and was repressed).
+    Trap {
+        issuer: Lid,
+        trap_number: u16,
+    },
+    /// The LID store changed and should be persisted.
+    LidsChanged,
+}
+
+#[derive(Debug, Clone, Default)]
+struct DPort {
+    info: Option<port_info::Repr>,
+    guid: Guid,
+    /// For CA ports: the directed route that reaches this port.
+    path: Option<Vec<u8>>,
+    peer: Option<(usize, u8)>,
+}
+
+#[derive(Debug, Clone)]
+struct DNode {
+    info: node_info::Repr,
+    desc: String,
+    switch_info: Option<switch_info::Repr>,
+    /// A directed route to the node (switches: any port; CAs: see `DPort::path`).
+    path: Vec<u8>,
+    ports: Vec<DPort>,
+}
+
+impl DNode {
+    fn is_switch(&self) -> bool {
+        self.info.node_type == node_info::NodeType::Switch
+    }
+    /// The route to reach port `p`'s agent: a CA only answers for the port we arrive on.
+    fn route_to(&self, p: u8) -> Option<&[u8]> {
+        if self.is_switch() {
+            Some(&self.path)
+        } else {
+            self.ports.get(p as usize)?.path.as_deref()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Purpose {
+    NodeInfo {
+        path: Vec<u8>,
+        from: Option<(usize, u8)>,
+    },
+    NodeDesc {
+        node: usize,
+    },
+    SwitchInfo {
+        node: usize,
+    },
+    PortInfo {
+        node: usize,
+        port: u8,
+    },
+    SetPortInfo {
+        node: usize,
+        port: u8,
+    },
+    SetSwitchInfo {
+        node: usize,
+    },
+    SetLft {
+        node: usize,
+        block: u16,
+        data: [u8; 64],
+    },
+    LightSwitchInfo,
+}
+
+#[derive(Debug, Default)]
+struct Discovery {
+    nodes: Vec<DNode>,
+    by_guid: HashMap<Guid, usize>,
+    own: Option<(usize, u8)>,
+}
+
+/// A Set to send: why, attribute id and modifier, directed route, data.
+type PlannedSet = (Purpose, u16, u32, Vec<u8>, [u8; 64]);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    PortInfo,
+    SwitchInfo,
+    Lft,
+    Armed,
+    Active,
+}
+
+#[derive(Debug)]
+struct Program {
+    disc: Discovery,
+    stage: Stage,
+    /// LID of every end port, by (node, port).
+    max_lid: Lid,
+    /// Per switch node index: the LFT to program (index = LID).
+    lfts: HashMap<usize, Vec<u8>>,
+    /// Desired fields per (node, port): lid, lmc, neighbour MTU, operational VLs.
+    desired: HashMap<(usize, u8), port_info::Repr>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Idle,
+    Discover(Discovery),
+    Program(Box<Program>),
+    Light { changed: bool },
+}
+
+/// The subnet manager.
+#[derive(Debug)]
+pub struct Sm {
+    p: Params,
+    reqs: Requests<Purpose>,
+    events: VecDeque<Event>,
+    lids: LidStore,
+    phase: Phase,
+    sweep: u64,
+    heavy: bool,
+    report: SweepReport,
+    started_at: Nanos,
+    phase_at: Nanos,
+    counts_at: MadCounts,
+    resweep: bool,
+    next_light: Option<Nanos>,
+    next_heavy: Option<Nanos>,
+    /// What each switch (by GUID) holds in its LFT, as confirmed by our Sets.
+    lft_shadow: HashMap<Guid, Vec<u8>>,
+    /// LinearFDBTop we last set per switch: a different value means the switch forgot.
+    top_shadow: HashMap<Guid, Lid>,
+    fabric: Option<Fabric>,
+    lfts: Option<Lfts>,
+    own_lid: Lid,
+    up: bool,
+}
+
+fn dr(tid: Tid, method: Method, attr_id: u16, attr_mod: u32, path: &[u8]) -> Option<smp::Repr> {
+    let mut r = smp::Repr::dr_get(tid, attr_id, attr_mod, path).ok()?;
+    r.method = method;
+    Some(r)
+}
+
+impl Sm {
+    /// A new SM; `lids` is the persisted LID store (empty on a first start).
+    pub fn new(p: Params, lids: LidStore) -> Sm {
+        Sm {
+            reqs: Requests::new(p.max_outstanding, p.smp_timeout, p.smp_retries),
+            p,
+            events: VecDeque::new(),
+            lids,
+            phase: Phase::Idle,
+            sweep: 0,
+            heavy: false,
+            report: SweepReport::default(),
+            started_at: 0,
+            phase_at: 0,
+            counts_at: MadCounts::default(),
+            resweep: false,
+            next_light: None,
+            next_heavy: None,
+            lft_shadow: HashMap::new(),
+            top_shadow: HashMap::new(),
+            fabric: None,
+            lfts: None,
+            own_lid: Lid(0),
+            up: false,
+        }
+    }
+
+    /// Starts the first heavy sweep.
+    pub fn start(&mut self, now: Nanos) {
+        self.begin_heavy(now);
+    }
+
+    /// Asks for a sweep; a heavy sweep requested during one runs right after it.
+    pub fn request_sweep(&mut self, now: Nanos, heavy: bool) {
+        match self.phase {
+            Phase::Idle => {
+                if heavy {
+                    self.begin_heavy(now)
+                } else {
+                    self.begin_light(now)
+                }
+            }
+            _ => self.resweep |= heavy,
+        }
+    }
+
+    /// The LID store (persist it on `Event::LidsChanged` and at shutdown).
+    pub fn lid_store(&self) -> &LidStore {
+        &self.lids
+    }
+
+    /// The fabric as the last heavy sweep found it, with LIDs.
+    pub fn fabric(&self) -> Option<&Fabric> {
+        self.fabric.as_ref()
+    }
+
+    /// The forwarding tables of the last heavy sweep.
+    pub fn lfts(&self) -> Option<&Lfts> {
+        self.lfts.as_ref()
+    }
+
+    /// The SM's own LID (0 before the first sweep assigned it).
+    pub fn own_lid(&self) -> Lid {
+        self.own_lid
+    }
+
+    /// Whether the subnet is up (the last heavy sweep completed).
+    pub fn is_up(&self) -> bool {
+        self.up
+    }
+
+    /// Counters since start.
+    pub fn mad_counts(&self) -> MadCounts {
+        self.reqs.counts
+    }
+
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.reqs.poll_transmit()
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The earliest time the core wants `handle_timeout`.
+    pub fn poll_timeout(&self) -> Option<Nanos> {
+        [self.reqs.next_deadline(), self.next_light, self.next_heavy]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        for purpose in self.reqs.expire(now) {
+            tracing::debug!(?purpose, "SMP lost after retries");
+            self.on_lost(purpose);
+        }
+        if matches!(self.phase, Phase::Idle) && self.next_heavy.is_some_and(|t| t <= now) {
+            self.next_heavy = None;
+            self.begin_heavy(now);
+        }
+        if matches!(self.phase, Phase::Idle) && self.next_light.is_some_and(|t| t <= now) {
+            self.next_light = None;
+            self.begin_light(now);
+        }
+        self.advance(now);
+    }
+
+    /// A MAD from the fabric, with the LRH source LID.
+    pub fn handle_mad(&mut self, now: Nanos, slid: Lid, buf: &[u8]) {
+        let Ok(hdr) = mad::Repr::parse(buf) else {
+            tracing::debug!("dropping a MAD whose header does not parse");
+            return;
+        };
+        match hdr.mgmt_class {
+            MgmtClass::SubnLid | MgmtClass::SubnDirected => {}
+            other => {
+                tracing::trace!(class = ?other, "MAD of a class the SM does not serve yet");
+                return;
+            }
+        }
+        let Ok(s) = smp::Repr::parse(buf) else {
+            tracing::debug!("dropping a malformed SMP");
+            return;
+        };
+        match s.method {
+            Method::GetResp => {
+                if let Some(purpose) = self.reqs.complete(now, s.tid) {
+                    tracing::trace!(tid = %s.tid, attr = s.attr_id, "answer");
+                    self.on_answer(now, purpose, &s);
+                }
+            }
+            Method::Trap => self.on_trap(now, slid, &s),
+            _ => tracing::trace!(method = ?s.method, "SMP request not served"),
+        }
+        self.advance(now);
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Sweeps.
+
+    fn begin_heavy(&mut self, now: Nanos) {
+        self.reqs.clear();
+        self.sweep += 1;
+        self.heavy = true;
+        self.resweep = false;
+        self.next_light = None;
+        self.next_heavy = None;
+        self.started_at = now;
+        self.phase_at = now;
+        self.counts_at = self.reqs.counts;
+        self.report = SweepReport {
+            sweep: self.sweep,
+            heavy: true,
+            engine: self.p.routing.clone(),
+            ..SweepReport::default()
+        };
+        self.events.push_back(Event::SweepStarted {
+            sweep: self.sweep,
+            heavy: true,
+        });
+        tracing::debug!(sweep = self.sweep, "heavy sweep");
+        self.phase = Phase::Discover(Discovery::default());
+        self.submit(
+            now,
+            Purpose::NodeInfo {
+                path: Vec::new(),
+                from: None,
+            },
+            attr::NODE_INFO,
+            0,
+            &[],
+        );
+    }
+
+    fn begin_light(&mut self, now: Nanos) {
+        let Some(f) = &self.fabric else {
+            return self.begin_heavy(now);
+        };
+        self.reqs.clear();
+        self.phase = Phase::Light { changed: false };
+        let switches: Vec<Lid> = f
+            .switches()
+            .filter_map(|n| f.port_of(n, 0))
+            .map(|p| f.port(p).lid)
+            .collect();
+        for lid in switches {
+            let tid = self.reqs.tid();
+            let req = smp::Repr::request(Method::Get, tid, attr::SWITCH_INFO, 0, Route::Lid);
+            if let Ok(b) = req.to_bytes() {
+                self.reqs.submit(now, Purpose::LightSwitchInfo, lid, b);
+            }
+        }
+    }
+
+    fn submit(&mut self, now: Nanos, purpose: Purpose, attr_id: u16, attr_mod: u32, path: &[u8]) {
+        self.submit_smp(now, purpose, Method::Get, attr_id, attr_mod, path, None);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn submit_smp(
+        &mut self,
+        now: Nanos,
+        purpose: Purpose,
+        method: Method,
+        attr_id: u16,
+        attr_mod: u32,
+        path: &[u8],
+        data: Option<[u8; 64]>,
+    ) {
+        let Some(mut req) = dr(Tid(0), method, attr_id, attr_mod, path) else {
+            self.report
+                .errors
+                .push(format!("directed route of {} hops is too long", path.len()));
+            return;
+        };
+        req.m_key = self.p.m_key;
+        if let Some(d) = data {
+            req.data.0 = d;
+        }
+        match req.to_bytes() {
+            Ok(b) => self.reqs.submit(now, purpose, Lid::PERMISSIVE, b),
+            Err(e) => self
+                .report
+                .errors
+                .push(format!("cannot encode an SMP: {e}")),
+        }
+    }
+
+    fn on_lost(&mut self, purpose: Purpose) {
+        let what = match &purpose {
+            Purpose::NodeInfo { path, .. } => format!("NodeInfo via {path:?}"),
+            Purpose::LightSwitchInfo => {
+                // A switch that stops answering is a change worth a heavy sweep.
+                if let Phase::Light { changed } = &mut self.phase {
+                    *changed = true;
+                }
+                return;
+            }
+            other => format!("{other:?}"),
+        };
+        self.report.errors.push(format!("no answer: {what}"));
+    }
+
+    /// Moves to the next phase or stage once everything outstanding has come back.
+    fn advance(&mut self, now: Nanos) {
+        loop {
+            if self.reqs.busy() > 0 {
+                return;
+            }
+            match std::mem::replace(&mut self.phase, Phase::Idle) {
+                Phase::Idle => {
+                    self.phase = Phase::Idle;
+                    return;
+                }
+                Phase::Light { changed } => {
+                    if changed || self.resweep {
+                        self.begin_heavy(now);
+                    } else {
+                        self.schedule_light(now);
+                    }
+                    continue;
+                }
+                Phase::Discover(d) => {
+                    self.report.discovery_ns = now - self.phase_at;
+                    self.phase_at = now;
+                    match self.plan(d) {
+                        Ok(p) => {
+                            self.phase = Phase::Program(p);
+                            self.run_stage(now);
+                        }
+                        Err(e) => {
+                            self.report.errors.push(e);
+                            self.finish(now);
+                        }
+                    }
+                    continue;
+                }
+                Phase::Program(mut p) => {
+                    let next = match p.stage {
+                        Stage::PortInfo => Some(Stage::SwitchInfo),
+                        Stage::SwitchInfo => Some(Stage::Lft),
+                        Stage::Lft => Some(Stage::Armed),
+                        Stage::Armed => Some(Stage::Active),
+                        Stage::Active => None,
+                    };
+                    match next {
+                        Some(s) => {
+                            p.stage = s;
+                            self.phase = Phase::Program(p);
+                            self.run_stage(now);
+                        }
+                        None => {
+                            self.report.programming_ns = now - self.phase_at;
+                            self.finish(now);
+                        }
+                    }
+                    continue;
+                }
+            }
+        }
+    }
+
+    fn schedule_light(&mut self, now: Nanos) {
+        self.phase = Phase::Idle;
+        if self.p.sweep_interval > 0 {
+            self.next_light = Some(now + self.p.sweep_interval);
+        }
+    }
+
+    fn finish(&mut self, now: Nanos) {
+        let c = self.reqs.counts;
+        let r = &mut self.report;
+        r.mads_sent = c.sent - self.counts_at.sent;
+        r.mads_retried = c.retried - self.counts_at.retried;
+        r.mads_lost = c.lost - self.counts_at.lost;
+        r.sweep_ns = now - self.started_at;
+        r.subnet_up = r.errors.is_empty() && r.mads_lost == 0;
+        self.up = r.subnet_up;
+        if r.subnet_up {
+            tracing::info!(
+                sweep = r.sweep,
+                nodes = r.nodes,
+                switches = r.switches,
+                cas = r.cas,
+                lids = r.lids,
+                mads_sent = r.mads_sent,
+                mads_retried = r.mads_retried,
+                mads_lost = r.mads_lost,
+                discovery_ms = r.discovery_ns as f64 / 1e6,
+                routing_ms = r.routing_ns as f64 / 1e6,
+                programming_ms = r.programming_ns as f64 / 1e6,
+                sweep_ms = r.sweep_ns as f64 / 1e6,
+                engine = %r.engine_used,
+                "SUBNET UP"
+            );
+        } else {
+            tracing::warn!(sweep = r.sweep, errors = ?r.errors, "sweep incomplete; sweeping again");
+        }
+        let failed = !r.subnet_up;
+        self.events
+            .push_back(Event::SweepDone(Box::new(self.report.clone())));
+        self.phase = Phase::Idle;
+        if failed {
+            // Back off so a fault that persists does not turn into a sweep storm.
+            self.next_heavy = Some(now + self.p.retry_backoff);
+        } else if self.resweep {
+            self.begin_heavy(now);
+        } else {
+            self.schedule_light(now);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Answers.
+
+    fn on_answer(&mut self, now: Nanos, purpose: Purpose, s: &smp::Repr) {
+        if s.status != MadStatus::OK {
+            self.report
+                .errors
+                .push(format!("{:?}: status {:#06x}", purpose, s.status.0));
+            return;
+        }
+        match (&mut self.phase, purpose) {
+            (Phase::Light { changed }, Purpose::LightSwitchInfo) => {
+                if let Ok(si) = s.attribute::<switch_info::Repr>() {
+                    *changed |= si.port_state_change;
+                }
+            }
+            (Phase::Discover(_), p) => self.on_discovery(now, p, s),
+            (Phase::Program(_), p) => self.on_programmed(p, s),
+            _ => {}
+        }
+    }
+
+    fn on_discovery(&mut self, now: Nanos, purpose: Purpose, s: &smp::Repr) {
+        let Phase::Discover(d) = &mut self.phase else {
+            return;
+        };
+        let mut follow: Vec<(Purpose, u16, u32, Vec<u8>)> = Vec::new();
+        match purpose {
+            Purpose::NodeInfo { path, from } => {
+                let Ok(info) = s.attribute::<node_info::Repr>() else {
+                    return;
+                };
+                let lp = info.local_port_num;
+                let idx = match d.by_guid.get(&info.node_guid) {
+                    Some(&i) => i,
+                    None => {
+                        let i = d.nodes.len();
+                        let n = info.num_ports as usize;
+                        d.nodes.push(DNode {
+                            info,
+                            desc: String::new(),
+                            switch_info: None,
+                            path: path.clone(),
+                            ports: vec![DPort::default(); n + 1],
+                        });
+                        d.by_guid.insert(info.node_guid, i);
+                        follow.push((
+                            Purpose::NodeDesc { node: i },
+                            attr::NODE_DESCRIPTION,
+                            0,
+                            path.clone(),
+                        ));
+                        if info.node_type == node_info::NodeType::Switch {
+                            follow.push((
+                                Purpose::SwitchInfo { node: i },
+                                attr::SWITCH_INFO,
+                                0,
+                                path.clone(),
+                            ));
+                            for p in 0..=info.num_ports {
+                                follow.push((
+                                    Purpose::PortInfo { node: i, port: p },
+                                    attr::PORT_INFO,
+                                    p as u32,
+                                    path.clone(),
+                                ));
+                            }
+                        }
+                        i
+                    }
+                };
+                let node = &mut d.nodes[idx];
+                if !node.is_switch() {
+                    if let Some(port) = node.ports.get_mut(lp as usize) {
+                        if port.path.is_none() {
+                            port.path = Some(path.clone());
+                            port.guid = info.port_guid;
+                            follow.push((
+                                Purpose::PortInfo {
+                                    node: idx,
+                                    port: lp,
+                                },
+                                attr::PORT_INFO,
+                                lp as u32,
+                                path.clone(),
+                            ));
+                        }
+                    }
+                }
+                if path.is_empty() {
+                    d.own = Some((idx, lp));
+                }
+                if let Some((pn, pp)) = from {
+                    link(d, (pn, pp), (idx, lp));
+                }
+            }
+            Purpose::NodeDesc { node } => {
+                if let (Ok(nd), Some(n)) = (
+                    s.attribute::<node_description::Repr>(),
+                    d.nodes.get_mut(node),
+                ) {
+                    n.desc = nd.as_string();
+                }
+            }
+            Purpose::SwitchInfo { node } => {
+                if let (Ok(si), Some(n)) =
+                    (s.attribute::<switch_info::Repr>(), d.nodes.get_mut(node))
+                {
+                    n.switch_info = Some(si);
+                }
+            }
+            Purpose::PortInfo { node, port } => {
+                let Ok(pi) = s.attribute::<port_info::Repr>() else {
+                    return;
+                };
+                let own = d.own;
+                let Some(n) = d.nodes.get_mut(node) else {
+                    return;
+                };
+                let is_switch = n.is_switch();
+                let path = n.route_to(port).map(<[u8]>::to_vec);
+                if let Some(slot) = n.ports.get_mut(port as usize) {
+                    slot.info = Some(pi);
+                    if is_switch {
+                        slot.guid = n.info.node_guid;
+                    }
+                    let linked = pi.port_physical_state == PhysPortState::LinkUp && port != 0;
+                    let explore =
+                        linked && slot.peer.is_none() && (is_switch || own == Some((node, port)));
+                    if explore {
+                        if let Some(mut p) = path {
+                            if p.len() < smp::MAX_HOPS as usize {
+                                p.push(port);
+                                follow.push((
+                                    Purpose::NodeInfo {
+                                        path: p.clone(),
+                                        from: Some((node, port)),
+                                    },
+                                    attr::NODE_INFO,
+                                    0,
+                                    p,
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        for (purpose, attr_id, attr_mod, path) in follow {
+            self.submit(now, purpose, attr_id, attr_mod, &path);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // From discovery to a plan.
+
+    fn plan(&mut self, d: Discovery) -> Result<Box<Program>, String> {
+        let Some((own_node, own_port)) = d.own else {
+            return Err("the SM's own port did not answer".into());
+        };
+        // The model is built in GUID order so nothing depends on the order answers came in.
+        let mut order: Vec<usize> = (0..d.nodes.len()).collect();
+        order.sort_by_key(|&i| d.nodes[i].info.node_guid);
+        let mut fabric = Fabric::new();
+        let mut fidx = vec![sm_core::NodeIdx(0); d.nodes.len()];
+        for &i in &order {
+            let n = &d.nodes[i];
+            let kind = match n.info.node_type {
+                node_info::NodeType::Switch => NodeKind::Switch,
+                node_info::NodeType::Router => NodeKind::Router,
+                _ => NodeKind::Ca,
+            };
+            let port_guids = (kind != NodeKind::Switch).then(|| {
+                (1..=n.info.num_ports)
+                    .map(|p| {
+                        let g = n.ports[p as usize].guid;
+                        if g.0 != 0 {
+                            g
+                        } else {
+                            Guid(n.info.node_guid.0.wrapping_add(p as u64))
+                        }
+                    })
+                    .collect()
+            });
+            let spec = NodeSpec {
+                kind,
+                guid: n.info.node_guid,
+                system_guid: n.info.system_image_guid,
+                description: n.desc.clone(),
+                num_ports: n.info.num_ports,
+                vendor_id: n.info.vendor_id,
+                device_id: n.info.device_id,
+                revision: n.info.revision,
+                enhanced_port0: n.switch_info.is_some_and(|s| s.enhanced_port0),
+                port_guids,
+            };
+            fidx[i] = fabric
+                .add_node(spec)
+                .map_err(|e| format!("discovered fabric is inconsistent: {e}"))?;
+        }
+        for &i in &order {
+            let n = &d.nodes[i];
+            for (pn, dp) in n.ports.iter().enumerate() {
+                if let Some((j, q)) = dp.peer {
+                    if (i, pn as u8) < (j, q) {
+                        if let (Some(a), Some(b)) = (
+                            fabric.port_of(fidx[i], pn as u8),
+                            fabric.port_of(fidx[j], q),
+                        ) {
+                            if let Err(e) = fabric.connect(a, b) {
+                                tracing::warn!("ignoring a link: {e}");
+                            }
+                        }
+                    }
+                }
+            }
+            for (pn, dp) in n.ports.iter().enumerate() {
+                let (Some(info), Some(p)) = (dp.info, fabric.port_of(fidx[i], pn as u8)) else {
+                    continue;
+                };
+                let port = fabric.port_mut(p);
+                port.lid = info.lid;
+                port.lmc = info.lmc;
+                port.state = info.port_state;
+                port.phys_state = info.port_physical_state;
+                port.width = info.link_width_active;
+                port.speed = Speed {
+                    speed: info.link_speed_active,
+                    ext: info.link_speed_ext_active,
+                    fdr10: false,
+                };
+                port.mtu_cap = info.mtu_cap.to_raw_value();
+                port.vl_cap = info.vl_cap.to_raw_value();
+            }
+        }
+        let counts = fabric.counts();
+        self.report.nodes = counts.nodes;
+        self.report.switches = counts.switches;
+        self.report.cas = counts.cas;
+        self.report.routers = counts.routers;
+        self.report.links = counts.links;
+
+        // LIDs: the ports that answered; ports we could not read keep what they have.
+        let before = self.lids.clone();
+        self.lids
+            .assign(&mut fabric, self.p.lmc)
+            .map_err(|e| format!("LID assignment: {e}"))?;
+        if self.lids != before {
+            self.events.push_back(Event::LidsChanged);
+        }
+
+        let t0 = self.p.stopwatch.map(|f| f());
+        let topo = Topo::new(&fabric).map_err(|e| format!("routing snapshot: {e}"))?;
+        let chain = sm_routing::route_chain(&self.p.routing, &topo, &self.p.routing_options)
+            .map_err(|e| format!("routing: {e}"))?;
+        if let (Some(t0), Some(f)) = (t0, self.p.stopwatch) {
+            self.report.routing_ns = f().saturating_sub(t0);
+        }
+        self.report.engine_used = chain.routes.engine.to_string();
+        self.report.fallbacks = chain
+            .fallbacks
+            .iter()
+            .map(|f| format!("{}: {}", f.engine, f.reason))
+            .collect();
+        let max_lid = topo.max_lid();
+        let mut lfts = HashMap::new();
+        for (s, table) in chain.routes.lft.iter().enumerate() {
+            let node = topo.switches[s];
+            let guid = fabric.node(node).guid;
+            if let Some(&di) = d.by_guid.get(&guid) {
+                lfts.insert(di, table.clone());
+            }
+        }
+        self.lfts = Some(chain.routes.to_lfts(&topo));
+        self.report.lids = topo.dests.iter().map(|d| 1usize << d.lmc).sum();
+
+        // Desired PortInfo per port.
+        let own_fp = fabric
+            .port_of(fidx[own_node], own_port)
+            .ok_or("the SM's own port is missing from the model")?;
+        let own_lid = fabric.port(fabric.lid_port(own_fp)).lid;
+        self.own_lid = own_lid;
+        let mut desired = HashMap::new();
+        for (i, n) in d.nodes.iter().enumerate() {
+            for (pn, dp) in n.ports.iter().enumerate() {
+                let Some(cur) = dp.info else { continue };
+                let Some(fp) = fabric.port_of(fidx[i], pn as u8) else {
+                    continue;
+                };
+                let mut want = cur;
+                let endport = !n.is_switch() || pn == 0;
+                if endport {
+                    let port = fabric.port(fp);
+                    want.lid = port.lid;
+                    want.lmc = port.lmc;
+                    want.master_sm_lid = own_lid;
+                    want.gid_prefix = self.p.subnet_prefix;
+                    want.m_key = self.p.m_key;
+                    want.subnet_timeout = self.p.subnet_timeout;
+                }
+                if let Some((j, q)) = dp.peer {
+                    if let Some(peer) = d
+                        .nodes
+                        .get(j)
+                        .and_then(|m| m.ports.get(q as usize))
+                        .and_then(|p| p.info)
+                    {
+                        let mtu = cur.mtu_cap.to_raw_value().min(peer.mtu_cap.to_raw_value());
+                        want.neighbor_mtu = Mtu::from_raw_value(mtu);
+                        let vls = cur
+                            .vl_cap
+                            .to_raw_value()
+                            .min(peer.vl_cap.to_raw_value())
+                            .min(self.p.max_op_vls)
+                            .max(1);
+                        want.operational_vls = VlCap::from_raw_value(vls);
+                    }
+                }
+                desired.insert((i, pn as u8), want);
+            }
+        }
+        self.fabric = Some(fabric);
+        Ok(Box::new(Program {
+            disc: d,
+            stage: Stage::PortInfo,
+            max_lid,
+            lfts,
+            desired,
+        }))
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Programming.
+
+    fn run_stage(&mut self, now: Nanos) {
+        let Phase::Program(p) = &mut self.phase else {
+            return;
+        };
+        let mut sends: Vec<PlannedSet> = Vec::new();
+        let mut counts = (0u64, 0u64, 0u64, 0u64);
+        match p.stage {
+            Stage::PortInfo => {
+                let mut keys: Vec<&(usize, u8)> = p.desired.keys().collect();
+                keys.sort();
+                for &(i, pn) in keys {
+                    let n = &p.disc.nodes[i];
+                    let (Some(cur), Some(want)) =
+                        (n.ports[pn as usize].info, p.desired.get(&(i, pn)))
+                    else {
+                        continue;
+                    };
+                    if same_settings(&cur, want) {
+                        continue;
+                    }
+                    let Some(path) = n.route_to(pn) else { continue };
+                    let mut set = *want;
+                    set.port_state = PortState::NoChange;
+                    set.port_physical_state = PhysPortState::NoChange;
+                    set.link_width_enabled = 0;
+                    set.link_speed_enabled = 0;
+                    set.link_down_default_state =
+                        port_info::LinkDownDefaultState::from_raw_value(0);
+                    let mut data = [0u8; 64];
+                    if set.emit(&mut data).is_ok() {
+                        counts.0 += 1;
+                        sends.push((
+                            Purpose::SetPortInfo { node: i, port: pn },
+                            attr::PORT_INFO,
+                            pn as u32,
+                            path.to_vec(),
+                            data,
+                        ));
+                    }
+                }
+            }
+            Stage::SwitchInfo => {
+                for (i, n) in p.disc.nodes.iter().enumerate() {
+                    let Some(mut si) = n.switch_info else {
+                        continue;
+                    };
+                    // A switch whose LinearFDBTop is not what we set has lost its tables.
+                    let guid = n.info.node_guid;
+                    if self.top_shadow.get(&guid) != Some(&si.linear_fdb_top) {
+                        self.lft_shadow.remove(&guid);
+                    }
+                    si.linear_fdb_top = p.max_lid;
+                    si.life_time_value = self.p.switch_life_time;
+                    si.port_state_change = true;
+                    let mut data = [0u8; 64];
+                    if si.emit(&mut data).is_ok() {
+                        counts.1 += 1;
+                        sends.push((
+                            Purpose::SetSwitchInfo { node: i },
+                            attr::SWITCH_INFO,
+                            0,
+                            n.path.clone(),
+                            data,
+                        ));
+                    }
+                }
+            }
+            Stage::Lft => {
+                let mut nodes: Vec<&usize> = p.lfts.keys().collect();
+                nodes.sort();
+                for &i in nodes {
+                    let n = &p.disc.nodes[i];
+                    let table = &p.lfts[&i];
+                    let shadow = self.lft_shadow.get(&n.info.node_guid);
+                    for (b, chunk) in table.chunks(lft::ENTRIES).enumerate() {
+                        let mut block = [lft::NO_ROUTE.0; 64];
+                        block[..chunk.len()].copy_from_slice(chunk);
+                        let held = shadow.and_then(|s| s.get(b * 64..b * 64 + 64));
+                        if held == Some(&block[..]) {
+                            continue;
+                        }
+                        counts.2 += 1;
+                        sends.push((
+                            Purpose::SetLft {
+                                node: i,
+                                block: b as u16,
+                                data: block,
+                            },
+                            attr::LINEAR_FORWARDING_TABLE,
+                            b as u32,
+                            n.path.clone(),
+                            block,
+                        ));
+                    }
+                }
+            }
+            Stage::Armed | Stage::Active => {
+                let (from, to) = if p.stage == Stage::Armed {
+                    (PortState::Init, PortState::Armed)
+                } else {
+                    (PortState::Armed, PortState::Active)
+                };
+                for (i, n) in p.disc.nodes.iter().enumerate() {
+                    for (pn, dp) in n.ports.iter().enumerate() {
+                        let Some(cur) = dp.info else { continue };
+                        if pn == 0 || dp.peer.is_none() || cur.port_state != from {
+                            continue;
+                        }
+                        let Some(path) = n.route_to(pn as u8) else {
+                            continue;
+                        };
+                        let set = port_info::Repr {
+                            port_state: to,
+                            // Everything else "no change" or the values we already set.
+                            ..state_only(&cur)
+                        };
+                        let mut data = [0u8; 64];
+                        if set.emit(&mut data).is_ok() {
+                            counts.3 += 1;
+                            sends.push((
+                                Purpose::SetPortInfo {
+                                    node: i,
+                                    port: pn as u8,
+                                },
+                                attr::PORT_INFO,
+                                pn as u32,
+                                path.to_vec(),
+                                data,
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        self.report.port_info_sets += counts.0 + counts.3;
+        self.report.switch_info_sets += counts.1;
+        self.report.lft_blocks_sent += counts.2;
+        self.report.port_state_sets += counts.3;
+        for (purpose, attr_id, attr_mod, path, data) in sends {
+            self.submit_smp(
+                now,
+                purpose,
+                Method::Set,
+                attr_id,
+                attr_mod,
+                &path,
+                Some(data),
+            );
+        }
+    }
+
+    fn on_programmed(&mut self, purpose: Purpose, s: &smp::Repr) {
+        let Phase::Program(p) = &mut self.phase else {
+            return;
+        };
+        match purpose {
+            Purpose::SetPortInfo { node, port } => {
+                if let (Ok(pi), Some(slot)) = (
+                    s.attribute::<port_info::Repr>(),
+                    p.disc
+                        .nodes
+                        .get_mut(node)
+                        .and_then(|n| n.ports.get_mut(port as usize)),
+                ) {
+                    slot.info = Some(pi);
+                }
+            }
+            Purpose::SetSwitchInfo { node } => {
+                if let (Ok(si), Some(n)) = (
+                    s.attribute::<switch_info::Repr>(),
+                    p.disc.nodes.get_mut(node),
+                ) {
+                    self.top_shadow.insert(n.info.node_guid, si.linear_fdb_top);
+                    n.switch_info = Some(si);
+                }
+            }
+            Purpose::SetLft { node, block, data } => {
+                if let Some(n) = p.disc.nodes.get(node) {
+                    let s = self.lft_shadow.entry(n.info.node_guid).or_default();
+                    let end = (block as usize + 1) * 64;
+                    if s.len() < end {
+                        s.resize(end, lft::NO_ROUTE.0);
+                    }
+                    s[end - 64..end].copy_from_slice(&data);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Traps.
+
+    fn on_trap(&mut self, now: Nanos, slid: Lid, s: &smp::Repr) {
+        if s.attr_id != attr::NOTICE {
+            return;
+        }
+        let trap_number = match s.attribute::<notice::Repr>() {
+            Ok(n) => match n.kind {
+                notice::Kind::Generic { trap, .. } => trap.number(),
+                notice::Kind::Vendor { .. } => 0,
+            },
+            Err(_) => 0,
+        };
+        // Repress first, so the issuer stops repeating.
+        if let Ok(mut r) = notice::trap_repress(s) {
+            r.m_key = self.p.m_key;
+            if let Ok(b) = r.to_bytes() {
+                let dlid = if matches!(s.route, Route::Lid) {
+                    slid
+                } else {
+                    Lid::PERMISSIVE
+                };
+                self.reqs.send_unsolicited(dlid, b);
+            }
+        }
+        tracing::info!(issuer = %slid, trap_number, "trap");
+        self.events.push_back(Event::Trap {
+            issuer: slid,
+            trap_number,
+        });
+        if trap_number == notice::trap::LINK_STATE_CHANGE || trap_number == 0 {
+            self.request_sweep(now, true);
+        }
+    }
+}
+
+/// Records a link on both ends.
+fn link(d: &mut Discovery, a: (usize, u8), b: (usize, u8)) {
+    for (x, y) in [(a, b), (b, a)] {
+        if let Some(p) = d
+            .nodes
+            .get_mut(x.0)
+            .and_then(|n| n.ports.get_mut(x.1 as usize))
+        {
+            match p.peer {
+                Some(existing) if existing != y => {
+                    tracing::warn!(?x, ?existing, new = ?y, "port seen linked to two places; keeping the first")
+                }
+                _ => p.peer = Some(y),
+            }
+        }
+    }
+}
+
+/// The writable settings the SM cares about are already in place.
+fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
+    cur.lid == want.lid
+        && cur.lmc == want.lmc
+        && cur.master_sm_lid == want.master_sm_lid
+        && cur.gid_prefix == want.gid_prefix
+        && cur.m_key == want.m_key
+        && cur.subnet_timeout == want.subnet_timeout
+        && cur.neighbor_mtu == want.neighbor_mtu
+        && cur.operational_vls == want.operational_vls
+}
+
+/// A PortInfo Set that changes nothing but what the caller overrides.
+fn state_only(cur: &port_info::Repr) -> port_info::Repr {
+    port_info::Repr {
+        port_state: PortState::NoChange,
+        port_physical_state: PhysPortState::NoChange,
+        link_width_enabled: 0,
+        link_speed_enabled: 0,
+        link_down_default_state: port_info::LinkDownDefaultState::from_raw_value(0),
+        operational_vls: VlCap::from_raw_value(0),
+        neighbor_mtu: Mtu::from_raw_value(0),
+        ..*cur
+    }
+}

@@ -1,0 +1,4 @@
+//! The `ibsm` subnet manager: the sans-IO core, and the shells that drive it.
+
+pub mod core;
+pub mod transport;

@@ -1,0 +1,100 @@
+//! `ibsm run` as a user runs it: the README's main command, and the daemon's shutdown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+fn ibsm() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ibsm"))
+}
+
+#[test]
+fn run_once_on_the_bundled_fabric_reports_json() {
+    let out = ibsm()
+        .args(["run", "--sim", "--once", "--report", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["subnet_up"], true);
+    assert_eq!(j["nodes"], 90);
+    assert_eq!(j["switches"], 18);
+    assert_eq!(j["cas"], 72);
+    assert_eq!(j["lids"], 90);
+    assert_eq!(j["mads_lost"], 0);
+    assert!(j["mads_sent"].as_u64().unwrap() > 0);
+    assert!(j["sweep_ms"].as_f64().unwrap() > 0.0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SUBNET UP"), "{err}");
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let out = ibsm()
+        .args(["run", "--sim", "--once", "--routing", "nosuch"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown routing engine \"nosuch\""));
+    let out = ibsm()
+        .args(["run", "--sim", "/nonexistent.net", "--once"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent.net"));
+}
+
+#[test]
+fn daemon_stops_on_sigterm_and_keeps_its_lids() {
+    let dir = std::env::temp_dir().join(format!("ibsm-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = ibsm()
+        .args(["run", "--sim", "--state-dir", dir.to_str().unwrap()])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    // Wait for the daemon to say it is serving (no fixed sleep).
+    loop {
+        let l = lines.next().expect("daemon exited early").unwrap();
+        if l.contains("sweeping until SIGINT/SIGTERM") {
+            break;
+        }
+    }
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let saved = std::fs::read_to_string(dir.join("guid2lid")).unwrap();
+    assert_eq!(saved.lines().filter(|l| !l.is_empty()).count(), 90);
+    // A restart keeps every LID.
+    let out = ibsm()
+        .args([
+            "run",
+            "--sim",
+            "--once",
+            "--state-dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("guid2lid")).unwrap(),
+        saved
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
