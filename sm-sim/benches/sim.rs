@@ -71,7 +71,10 @@ fn build_big(c: &mut Criterion) {
     let f = generate(&GenSpec::FatTree3(FatTree3::new(48))).unwrap();
     assert_eq!(f.cas().count(), 27_648);
     assert_eq!(
-        f.nodes().iter().filter(|n| n.kind == NodeKind::Switch).count(),
+        f.nodes()
+            .iter()
+            .filter(|n| n.kind == NodeKind::Switch)
+            .count(),
         2_880
     );
     let mut g = c.benchmark_group("build");

@@ -449,13 +449,10 @@ impl Agent<'_> {
         if (block + 1) * lft::ENTRIES > LFT_CAP as usize {
             return Err(MadStatus::INVALID_FIELD);
         }
-        let entries = &mut sw.lft[block * 64..block * 64 + 64];
-        if set {
-            entries.copy_from_slice(&data[..64]);
+        if set && !sw.set_lft_block(block, data) {
+            return Err(MadStatus::INVALID_FIELD);
         }
-        let mut out = [0u8; 64];
-        out.copy_from_slice(entries);
-        Ok(out)
+        Ok(sw.lft_block(block))
     }
 
     fn mft(
