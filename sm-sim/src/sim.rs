@@ -199,11 +199,12 @@ pub(crate) enum Event {
     },
 }
 
+/// A queue entry: the event itself waits in the slab, so heap moves stay small.
 #[derive(Debug)]
 struct Queued {
     at: Nanos,
     seq: u64,
-    ev: Event,
+    slot: u32,
 }
 impl PartialEq for Queued {
     fn eq(&self, o: &Self) -> bool {
@@ -257,6 +258,9 @@ pub struct Sim {
     seq: u64,
     pub(crate) now: Nanos,
     queue: BinaryHeap<Reverse<Queued>>,
+    /// The events the queue refers to, by slot; `free` lists the empty slots.
+    slab: Vec<Option<Event>>,
+    free: Vec<u32>,
     endpoints: Vec<Endpoint>,
     /// Endpoint per port index (`u32::MAX` = none).
     ep_at: Vec<u32>,
@@ -290,6 +294,8 @@ impl Sim {
             seq: 0,
             now: 0,
             queue: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
             endpoints: Vec::new(),
             ep_at: vec![u32::MAX; p],
             traps: vec![None; n],
@@ -346,7 +352,11 @@ impl Sim {
                 break;
             };
             self.now = self.now.max(q.at);
-            self.process(q.ev);
+            let ev = self.slab.get_mut(q.slot as usize).and_then(Option::take);
+            self.free.push(q.slot);
+            if let Some(ev) = ev {
+                self.process(ev);
+            }
         }
         self.now = self.now.max(until);
     }
@@ -358,10 +368,20 @@ impl Sim {
 
     pub(crate) fn schedule(&mut self, at: Nanos, ev: Event) {
         self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
         self.queue.push(Reverse(Queued {
             at,
             seq: self.seq,
-            ev,
+            slot,
         }));
     }
 
