@@ -471,3 +471,99 @@ fn resolved_faults_from_code() {
         Err(FaultError::NoSuchNode(99))
     );
 }
+
+#[test]
+fn scenario_files_are_read_with_their_name() {
+    let dir = std::env::temp_dir().join(format!("sm-sim-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.scn");
+    std::fs::write(&path, "at 0 loss 0.1\nat 1ms reboot\n").unwrap();
+    let e = Scenario::read(&path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("{}:2: missing a node", path.display())
+    );
+    std::fs::write(&path, "at 0 loss 0.1\n").unwrap();
+    assert_eq!(Scenario::read(&path).unwrap().events.len(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = Scenario::read(&dir.join("none.scn")).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with(&dir.join("none.scn").display().to_string())
+    );
+}
+
+mod random {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NODES: &[&str] = &[
+        "\"Switch1\"",
+        "\"Switch2\"",
+        "\"Hca1\"",
+        "\"Hca2\"",
+        "\"Hca3\"",
+        "\"Hca4\"",
+        "0x200000",
+        "0x100001",
+        "\"nobody\"",
+    ];
+
+    fn line() -> impl Strategy<Value = String> {
+        let node = proptest::sample::select(NODES);
+        let port =
+            (proptest::sample::select(NODES), 0u8..10).prop_map(|(n, p)| format!("{n}[{p}]"));
+        let t = (0u64..20_000).prop_map(|us| format!("{us}us"));
+        (
+            t,
+            0..12u8,
+            node,
+            port.clone(),
+            port,
+            0.0f64..1.0,
+            1u64..500,
+            0u32..5,
+        )
+            .prop_map(|(t, kind, n, p, q, prob, us, count)| {
+                let a = match kind {
+                    0 => format!("link-down {p}"),
+                    1 => format!("link-up {p}"),
+                    2 => format!("flap {p} period {}us count {count}", us + 1),
+                    3 => format!("reboot {n} down {us}us"),
+                    4 => format!("remove {n}"),
+                    5 => format!("silent {n}"),
+                    6 => format!("slow {n} {us}us"),
+                    7 => format!("recable {p} {q}"),
+                    8 => format!("loss {prob} link {p}"),
+                    9 => format!("duplicate {prob} node {n}"),
+                    10 => format!("reorder {prob} {us}ns"),
+                    _ => format!("clear-faults link {p}"),
+                };
+                format!("at {t} {a}")
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any mix of faults, resolved or refused, runs without panicking while an SM
+        /// keeps asking, and the same seed replays the same run.
+        #[test]
+        fn random_scenarios_run(lines in proptest::collection::vec(line(), 0..12), seed in 0u64..4) {
+            let text = lines.join("\n");
+            let f = fabric();
+            let run = || {
+                let mut sm = Sm::new(&f, SimConfig { seed, ..SimConfig::default() });
+                if let Ok(s) = Scenario::parse("r.scn", &text) {
+                    let _ = sm.sim.load_scenario(&s);
+                }
+                let mut answers = 0;
+                for path in [SW1, SW2, HCA2, HCA3, HCA4].iter().cycle().take(25) {
+                    answers += sm.get_pi(path, 0).is_some() as u32;
+                }
+                (answers, sm.sim.stats())
+            };
+            prop_assert_eq!(run(), run());
+        }
+    }
+}
