@@ -151,8 +151,8 @@ impl Sim {
     }
 
     fn modify_faults(&mut self, t: &Target<NodeIdx, PortIdx>, change: impl Fn(&mut Faults)) {
-        let edit = |slot: &mut Option<Faults>| {
-            let f = slot.get_or_insert_with(Faults::default);
+        let edit = |slot: &mut Option<Box<Faults>>| {
+            let f = slot.get_or_insert_with(Box::default);
             change(f);
             if f.is_none() {
                 *slot = None;
@@ -182,7 +182,7 @@ impl Sim {
         let remote = self.ports.get(p.idx()).and_then(|x| x.remote);
         for x in [Some(p), remote].into_iter().flatten() {
             if let Some(port) = self.ports.get_mut(x.idx()) {
-                port.faults = faults.filter(|f| !f.is_none());
+                port.faults = faults.filter(|f| !f.is_none()).map(Box::new);
             }
         }
     }
@@ -190,7 +190,7 @@ impl Sim {
     /// Fault injection on every SMP node `n`'s agent receives or sends (`None` clears it).
     pub fn set_node_faults(&mut self, n: NodeIdx, faults: Option<Faults>) {
         if let Some(node) = self.nodes.get_mut(n.idx()) {
-            node.faults = faults.filter(|f| !f.is_none());
+            node.faults = faults.filter(|f| !f.is_none()).map(Box::new);
         }
     }
 

@@ -46,7 +46,7 @@ pub struct SimNode {
     /// Extra SMA processing time, in virtual nanoseconds.
     pub extra_delay: u64,
     /// Faults on every SMP this node's agent receives or sends.
-    pub faults: Option<crate::Faults>,
+    pub faults: Option<Box<crate::Faults>>,
 }
 
 /// What a port is built as: the values it comes back to at power-up.
@@ -78,11 +78,13 @@ pub struct SimPort {
     pub exists: bool,
     pub guid: Guid,
     pub info: port_info::Repr,
+    /// The P_Key table; empty until the first Set, which reads as the power-up table
+    /// (the default P_Key 0xFFFF first, then zeros). See [`SimPort::pkey_block`].
     pub pkeys: Vec<PKey>,
     /// CA and switch port 0: one SL-to-VL table.
     pub sl2vl: [u8; 16],
-    pub vlarb_low: [vl_arb::Entry; 64],
-    pub vlarb_high: [vl_arb::Entry; 64],
+    /// VL arbitration tables, allocated on the first Set (all zero until then).
+    pub vlarb: Option<Box<VlArb>>,
     pub guids: [Guid; GUID_CAP as usize],
     /// The cable: where this port's link goes while the physical link is up.
     pub remote: Option<PortIdx>,
@@ -90,7 +92,23 @@ pub struct SimPort {
     /// M_Key lease timer (meaningful on CA ports and switch port 0).
     pub lease: Lease,
     /// Faults on each crossing of this port's link (set on both ends).
-    pub faults: Option<crate::Faults>,
+    pub faults: Option<Box<crate::Faults>>,
+}
+
+/// A port's VL arbitration tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlArb {
+    pub low: [vl_arb::Entry; 64],
+    pub high: [vl_arb::Entry; 64],
+}
+
+impl Default for VlArb {
+    fn default() -> Self {
+        VlArb {
+            low: [vl_arb::Entry::new(0, 0); 64],
+            high: [vl_arb::Entry::new(0, 0); 64],
+        }
+    }
 }
 
 fn ca_capabilities() -> u32 {
@@ -220,8 +238,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             info: port_info::Repr::default(),
             pkeys: Vec::new(),
             sl2vl: [0; 16],
-            vlarb_low: [vl_arb::Entry::new(0, 0); 64],
-            vlarb_high: [vl_arb::Entry::new(0, 0); 64],
+            vlarb: None,
             guids: [Guid(0); GUID_CAP as usize],
             remote: p.remote,
             hw,
@@ -235,6 +252,26 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
 }
 
 impl SimPort {
+    /// P_Key table block `block` (32 entries).
+    pub fn pkey_block(&self, block: usize) -> [PKey; 32] {
+        let mut out = [PKey(0); 32];
+        match self.pkeys.get(block * 32..block * 32 + 32) {
+            Some(b) => out.copy_from_slice(b),
+            None if block == 0 => out[0] = PKey::DEFAULT,
+            None => {}
+        }
+        out
+    }
+
+    /// The whole P_Key table, allocated at its power-up contents on first use.
+    pub(crate) fn pkeys_mut(&mut self) -> &mut [PKey] {
+        if self.pkeys.is_empty() {
+            self.pkeys = vec![PKey(0); PKEY_CAP as usize];
+            self.pkeys[0] = PKey::DEFAULT;
+        }
+        &mut self.pkeys
+    }
+
     /// Everything an SM can set goes back to its power-up value; the cable, the hardware
     /// and the fault settings stay.
     pub(crate) fn power_up(&mut self, kind: NodeKind) {
@@ -243,11 +280,9 @@ impl SimPort {
         } else {
             port_info::Repr::default()
         };
-        self.pkeys = vec![PKey(0); PKEY_CAP as usize];
-        self.pkeys[0] = PKey::DEFAULT;
+        self.pkeys = Vec::new();
         self.sl2vl = [0; 16];
-        self.vlarb_low = [vl_arb::Entry::new(0, 0); 64];
-        self.vlarb_high = [vl_arb::Entry::new(0, 0); 64];
+        self.vlarb = None;
         self.guids = [Guid(0); GUID_CAP as usize];
         self.guids[0] = self.guid;
         self.lease.expires = None;
