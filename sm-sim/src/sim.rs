@@ -7,10 +7,11 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::generate::SplitMix64;
-use sm_mad::port_info::{PhysPortState, PortState};
+use sm_mad::port_info::{PhysPortState, PortState, link_width};
 use sm_mad::smp::{self, Route};
 use sm_mad::{Lid, Method, MgmtClass, Tid, attr, mad, notice};
 
+use crate::Fault;
 use crate::sma::{Agent, Effect, owns_lid};
 use crate::state::{self, SimNode, SimPort};
 
@@ -20,7 +21,9 @@ pub type Nanos = u64;
 /// Maximum switch hops before a LID-routed packet counts as looping.
 pub const MAX_HOPS: u32 = 64;
 
-/// Fault injection applied to every MAD on the wire (seeded).
+/// Fault injection (seeded). In [`SimConfig::faults`] it applies once to every MAD end to
+/// end; set on a link ([`Sim::set_link_faults`]) it applies to each crossing of that link;
+/// set on a node ([`Sim::set_node_faults`]) to every SMP its agent receives or sends.
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Faults {
@@ -32,6 +35,61 @@ pub struct Faults {
     pub reorder: f64,
     /// The largest extra delay of a held-back MAD.
     pub jitter_ns: Nanos,
+    /// A fixed extra delay.
+    pub delay_ns: Nanos,
+}
+
+impl Faults {
+    /// No fault at all.
+    pub fn is_none(&self) -> bool {
+        *self == Faults::default()
+    }
+}
+
+/// The faults met along one transmission, combined: each link or node crossed adds its
+/// own chances (independent), delays add up, the longest hold-back counts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hazard {
+    keep: f64,
+    single: f64,
+    in_order: f64,
+    jitter: Nanos,
+    delay: Nanos,
+    any: bool,
+}
+
+impl Hazard {
+    pub(crate) const NONE: Hazard = Hazard {
+        keep: 1.0,
+        single: 1.0,
+        in_order: 1.0,
+        jitter: 0,
+        delay: 0,
+        any: false,
+    };
+
+    #[inline]
+    pub(crate) fn add(&mut self, f: &Faults) {
+        self.keep *= 1.0 - f.loss.clamp(0.0, 1.0);
+        self.single *= 1.0 - f.duplicate.clamp(0.0, 1.0);
+        self.in_order *= 1.0 - f.reorder.clamp(0.0, 1.0);
+        self.jitter = self.jitter.max(f.jitter_ns);
+        self.delay = self.delay.saturating_add(f.delay_ns);
+        self.any = true;
+    }
+}
+
+/// The copies fault injection lets through, with the extra delay of each.
+#[derive(Debug, Clone, Copy)]
+struct Copies {
+    n: usize,
+    extra: [Nanos; 2],
+}
+
+impl Copies {
+    fn iter(&self) -> impl Iterator<Item = Nanos> + '_ {
+        self.extra[..self.n].iter().copied()
+    }
 }
 
 /// Timing and fault settings.
@@ -68,7 +126,9 @@ pub struct EndpointId(pub u32);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Inbound {
     pub at: Nanos,
-    /// Source LID from the packet's LRH (permissive for directed route).
+    /// Source LID from the packet's LRH: the sender's LID when LID-routed; for directed
+    /// route the permissive LID, or the LID of the switch that ended the directed part
+    /// when a LID-routed part followed it. [`Sim::reply`] answers to it.
     pub slid: Lid,
     pub mad: [u8; 256],
 }
@@ -92,8 +152,10 @@ pub enum Drop {
     Loop,
     /// No endpoint listens where the MAD arrived.
     NoListener,
-    /// Fault injection or a silent node.
+    /// Fault injection, a silent node, or a node that is down.
     Injected,
+    /// An SMP without the M_Key its target port requires (IBA 14.2.4).
+    BadMKey,
 }
 
 /// Counters of what the fabric did.
@@ -107,12 +169,12 @@ pub struct SimStats {
 }
 
 #[derive(Debug, Clone)]
-enum Event {
-    /// A request reaches a node's agent on `in_port` (port index of arrival).
+pub(crate) enum Event {
+    /// A request reaches a node's agent on `port` (port index of arrival).
     AtAgent {
         port: PortIdx,
         mad: [u8; 256],
-        /// The LID-routed requester's LID, for the answer.
+        /// The LRH source LID: the requester's, for a LID-routed answer.
         slid: Lid,
         /// Where the directed part ended when a LID-routed part followed.
         dr_end: Option<PortIdx>,
@@ -124,13 +186,25 @@ enum Event {
     TrapTimer {
         node: NodeIdx,
     },
+    /// The M_Key lease of the port (CA port or switch port 0) runs out.
+    LeaseExpiry {
+        port: PortIdx,
+        generation: u32,
+    },
+    /// A scheduled fault.
+    Fault(Fault),
+    /// A rebooting node comes back.
+    PowerUp {
+        node: NodeIdx,
+    },
 }
 
+/// A queue entry: the event itself waits in the slab, so heap moves stay small.
 #[derive(Debug)]
 struct Queued {
     at: Nanos,
     seq: u64,
-    ev: Event,
+    slot: u32,
 }
 impl PartialEq for Queued {
     fn eq(&self, o: &Self) -> bool {
@@ -156,7 +230,7 @@ struct Endpoint {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct PendingTrap {
+pub(crate) struct PendingTrap {
     tid: u64,
 }
 
@@ -170,22 +244,40 @@ pub enum SendError {
     BadLength(usize),
 }
 
+/// Byte offsets of the directed-route paths (`smp::field`).
+const INITIAL_PATH: usize = smp::field::INITIAL_PATH.start;
+const RETURN_PATH: usize = smp::field::RETURN_PATH.start;
+
 /// The simulated fabric.
 #[derive(Debug)]
 pub struct Sim {
     pub(crate) nodes: Vec<SimNode>,
     pub(crate) ports: Vec<SimPort>,
-    cfg: SimConfig,
-    rng: SplitMix64,
+    pub(crate) cfg: SimConfig,
+    pub(crate) rng: SplitMix64,
     seq: u64,
-    now: Nanos,
+    pub(crate) now: Nanos,
     queue: BinaryHeap<Reverse<Queued>>,
+    /// The events the queue refers to, by slot; `free` lists the empty slots.
+    slab: Vec<Option<Event>>,
+    free: Vec<u32>,
     endpoints: Vec<Endpoint>,
     /// Endpoint per port index (`u32::MAX` = none).
     ep_at: Vec<u32>,
-    traps: Vec<Option<PendingTrap>>,
-    trap_tid: u64,
-    stats: SimStats,
+    pub(crate) traps: Vec<Option<PendingTrap>>,
+    pub(crate) trap_tid: u64,
+    pub(crate) stats: SimStats,
+}
+
+/// Whether a MAD arriving at a node is for its agent (rather than an endpoint there).
+#[inline]
+fn for_agent(mad: &[u8; 256]) -> bool {
+    let class = MgmtClass::from_raw_value(mad[1]);
+    let method = Method::from_raw_value(mad[3]);
+    let attr_id = u16::from_be_bytes([mad[16], mad[17]]);
+    matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirected)
+        && (matches!(method, Method::Get | Method::Set) && attr_id != attr::SM_INFO
+            || method == Method::TrapRepress)
 }
 
 impl Sim {
@@ -202,6 +294,8 @@ impl Sim {
             seq: 0,
             now: 0,
             queue: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
             endpoints: Vec::new(),
             ep_at: vec![u32::MAX; p],
             traps: vec![None; n],
@@ -238,7 +332,7 @@ impl Sim {
         &self.cfg
     }
 
-    /// Changes fault injection from now on.
+    /// Changes fabric-wide fault injection from now on.
     pub fn set_faults(&mut self, f: crate::Faults) {
         self.cfg.faults = f;
     }
@@ -258,7 +352,11 @@ impl Sim {
                 break;
             };
             self.now = self.now.max(q.at);
-            self.process(q.ev);
+            let ev = self.slab.get_mut(q.slot as usize).and_then(Option::take);
+            self.free.push(q.slot);
+            if let Some(ev) = ev {
+                self.process(ev);
+            }
         }
         self.now = self.now.max(until);
     }
@@ -268,12 +366,22 @@ impl Sim {
         self.endpoints.get_mut(ep.0 as usize)?.inbox.pop_front()
     }
 
-    fn schedule(&mut self, at: Nanos, ev: Event) {
+    pub(crate) fn schedule(&mut self, at: Nanos, ev: Event) {
         self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
         self.queue.push(Reverse(Queued {
             at,
             seq: self.seq,
-            ev,
+            slot,
         }));
     }
 
@@ -281,111 +389,165 @@ impl Sim {
         p > 0.0 && (self.rng.next_u64() as f64 / u64::MAX as f64) < p
     }
 
-    /// Fault injection on one transmission: `None` = lost, else the extra delays of each copy.
-    fn wire(&mut self) -> Vec<Nanos> {
-        let f = self.cfg.faults;
-        if self.chance(f.loss) {
-            return Vec::new();
+    /// Fault injection on one transmission: the copies that get through (none = lost) and
+    /// the extra delay of each. Draws nothing from the generator when no fault is set.
+    fn wire(&mut self, hz: &Hazard) -> Copies {
+        let g = self.cfg.faults;
+        let mut copies = Copies {
+            n: 1,
+            extra: [0; 2],
+        };
+        if !hz.any && g.is_none() {
+            return copies;
         }
-        let mut copies = vec![0];
-        if self.chance(f.duplicate) {
-            copies.push(0);
+        let mut h = *hz;
+        h.add(&g);
+        if self.chance(1.0 - h.keep) {
+            copies.n = 0;
+            return copies;
         }
-        for c in copies.iter_mut() {
-            if self.chance(f.reorder) && f.jitter_ns > 0 {
-                *c = self.rng.below(f.jitter_ns + 1);
+        if self.chance(1.0 - h.single) {
+            copies.n = 2;
+        }
+        for i in 0..copies.n {
+            copies.extra[i] = h.delay;
+            if self.chance(1.0 - h.in_order) && h.jitter > 0 {
+                copies.extra[i] += self.rng.below(h.jitter + 1);
             }
         }
         copies
     }
 
-    fn drop_mad(&mut self, why: Drop) {
+    pub(crate) fn drop_mad(&mut self, why: Drop) {
         self.stats.dropped += 1;
         tracing::trace!(?why, "MAD dropped");
     }
 
     /// Sends a MAD from an endpoint. `dlid` is the LRH destination: the permissive LID for a
     /// purely directed-route SMP, else the LID to route to.
+    ///
+    /// Responses go the same way: a directed-route SMP with the D bit set (a GetResp an SM
+    /// returns) walks back along its return path from the endpoint's node (IBA C14-13),
+    /// LID-routed first to `dlid` when the request's directed part was followed by a
+    /// LID-routed one, and LID-routed last to its DrSLID when that is not permissive.
+    /// [`Sim::reply`] does the addressing for you.
     pub fn send(&mut self, ep: EndpointId, dlid: Lid, mad: &[u8]) -> Result<(), SendError> {
         let from = self
             .endpoints
             .get(ep.0 as usize)
             .ok_or(SendError::UnknownEndpoint(ep))?
             .port;
-        let buf: [u8; 256] = mad
+        let mut buf: [u8; 256] = mad
             .try_into()
             .map_err(|_| SendError::BadLength(mad.len()))?;
         self.stats.sent += 1;
-        let Ok(hdr) = mad::Repr::parse(&buf) else {
+        if mad::Repr::parse(&buf).is_err() {
             self.drop_mad(Drop::Malformed);
             return Ok(());
-        };
-        let slid = self.ports[from.idx()].info.lid;
-        let now = self.now;
-        match self.carry(from, dlid, buf, hdr.mgmt_class) {
-            Ok((port, hops, mad, dr_end)) => {
-                for extra in self.wire() {
-                    let at = now + hops as u64 * self.cfg.hop_ns + extra;
-                    self.arrive(at, port, mad, slid, dr_end);
-                }
+        }
+        let own_lid = self.ports[from.idx()].info.lid;
+        let mut hz = Hazard::NONE;
+        match self.carry(from, dlid, &mut buf, &mut hz) {
+            Ok((port, hops, dr_end)) => {
+                let slid = if buf[1] == MgmtClass::SubnDirected.to_raw_value() {
+                    match dr_end {
+                        Some(e) => self.lid_of(e),
+                        None => Lid::PERMISSIVE,
+                    }
+                } else {
+                    own_lid
+                };
+                self.transmit(self.now, hops, port, &buf, slid, dr_end, hz);
             }
             Err(why) => self.drop_mad(why),
         }
         Ok(())
     }
 
-    /// Moves a MAD from `from` to where it is consumed: the arrival port, hops taken, the
-    /// MAD as it arrives (directed-route fields updated), and for directed route with a
-    /// LID-routed end part the port where the directed part ended.
-    #[allow(clippy::type_complexity)]
+    /// Answers `request` (delivered to `ep`) with `response`: a directed-route response
+    /// takes the request's route fields (hop count, paths, DrSLID, DrDLID) with the D bit
+    /// set and walks back from the endpoint's node; anything else goes LID-routed to the
+    /// requester's LID.
+    pub fn reply(
+        &mut self,
+        ep: EndpointId,
+        request: &Inbound,
+        response: &[u8],
+    ) -> Result<(), SendError> {
+        let mut buf: [u8; 256] = response
+            .try_into()
+            .map_err(|_| SendError::BadLength(response.len()))?;
+        let dr = MgmtClass::SubnDirected.to_raw_value();
+        if request.mad[1] == dr && buf[1] == dr {
+            let req = smp::Packet::new_unchecked(&request.mad[..]);
+            let mut p = smp::Packet::new_unchecked(&mut buf[..]);
+            p.set(smp::field::DIRECTION, true);
+            p.set(smp::field::HOP_COUNT, req.get(smp::field::HOP_COUNT));
+            p.set(smp::field::HOP_POINTER, req.get(smp::field::HOP_POINTER));
+            p.set(smp::field::DR_SLID, req.get(smp::field::DR_SLID));
+            p.set(smp::field::DR_DLID, req.get(smp::field::DR_DLID));
+            p.initial_path_mut().copy_from_slice(req.initial_path());
+            p.return_path_mut().copy_from_slice(req.return_path());
+        }
+        self.send(ep, request.slid, &buf)
+    }
+
+    /// Moves a MAD from `from` to where it is consumed: the arrival port and hops taken,
+    /// updating the directed-route fields in place; for directed route with a LID-routed
+    /// end part also the port where the directed part ended.
     fn carry(
         &self,
         from: PortIdx,
         dlid: Lid,
-        mut buf: [u8; 256],
-        class: MgmtClass,
-    ) -> Result<(PortIdx, u32, [u8; 256], Option<PortIdx>), Drop> {
-        match class {
+        buf: &mut [u8; 256],
+        hz: &mut Hazard,
+    ) -> Result<(PortIdx, u32, Option<PortIdx>), Drop> {
+        match MgmtClass::from_raw_value(buf[1]) {
             MgmtClass::SubnDirected => {
-                let mut smp = smp::Repr::parse(&buf).map_err(|_| Drop::Malformed)?;
-                let Route::Directed(mut d) = smp.route else {
+                let p = smp::Packet::new_unchecked(&buf[..]);
+                if p.get(smp::field::HOP_COUNT) > smp::MAX_HOPS {
                     return Err(Drop::Malformed);
-                };
+                }
+                let returning = p.get(smp::field::DIRECTION);
+                let dr_slid = p.get(smp::field::DR_SLID);
+                let dr_dlid = p.get(smp::field::DR_DLID);
                 let (start, mut hops) = if dlid == Lid::PERMISSIVE {
                     (from, 0)
                 } else {
-                    self.lid_route(from, dlid, false)?
+                    self.route(from, dlid, false, hz)?
                 };
-                if d.direction {
-                    // The SM never starts a returning SMP; refuse it as a real HCA would.
-                    return Err(Drop::Malformed);
+                if returning {
+                    let (end, h) = self.dr_back(start, buf, hz)?;
+                    hops += h;
+                    if dr_slid != Lid::PERMISSIVE {
+                        let (q, h2) = self.route(end, dr_slid, false, hz)?;
+                        return Ok((q, hops + h2, None));
+                    }
+                    return Ok((end, hops, None));
                 }
-                let (end, dr_hops) = self.dr_out(start, &mut d)?;
+                let (end, dr_hops) = self.dr_out(start, buf, hz)?;
                 hops += dr_hops;
-                let (arrival, extra, dr_end) = if d.dr_dlid != Lid::PERMISSIVE {
-                    let (p, h) = self.lid_route(end, d.dr_dlid, false)?;
-                    (p, h, Some(end))
+                if dr_dlid != Lid::PERMISSIVE {
+                    let (q, h) = self.route(end, dr_dlid, false, hz)?;
+                    Ok((q, hops + h, Some(end)))
                 } else {
-                    (end, 0, None)
-                };
-                smp.route = Route::Directed(d);
-                smp.emit(&mut buf).map_err(|_| Drop::Malformed)?;
-                Ok((arrival, hops + extra, buf, dr_end))
+                    Ok((end, hops, None))
+                }
             }
             MgmtClass::SubnLid => {
-                let (p, h) = self.lid_route(from, dlid, false)?;
-                Ok((p, h, buf, None))
+                let (p, h) = self.route(from, dlid, false, hz)?;
+                Ok((p, h, None))
             }
             _ => {
-                let (p, h) = self.lid_route(from, dlid, true)?;
-                Ok((p, h, buf, None))
+                let (p, h) = self.route(from, dlid, true, hz)?;
+                Ok((p, h, None))
             }
         }
     }
 
     /// Where an endpoint listening at the node of arrival port `p` is attached: port 0 of a
     /// switch, the port itself otherwise.
-    fn listener_port(&self, p: PortIdx) -> PortIdx {
+    pub(crate) fn listener_port(&self, p: PortIdx) -> PortIdx {
         let n = self.node_of(p);
         if self.is_switch(n) {
             self.port_idx(n, 0).unwrap_or(p)
@@ -394,11 +556,16 @@ impl Sim {
         }
     }
 
-    fn node_of(&self, p: PortIdx) -> NodeIdx {
+    /// The LID of the node a port belongs to (port 0's for a switch).
+    pub(crate) fn lid_of(&self, p: PortIdx) -> Lid {
+        self.ports[self.listener_port(p).idx()].info.lid
+    }
+
+    pub(crate) fn node_of(&self, p: PortIdx) -> NodeIdx {
         self.ports[p.idx()].node
     }
 
-    fn is_switch(&self, n: NodeIdx) -> bool {
+    pub(crate) fn is_switch(&self, n: NodeIdx) -> bool {
         self.nodes[n.idx()].kind == NodeKind::Switch
     }
 
@@ -413,8 +580,9 @@ impl Sim {
     }
 
     /// Crosses the link at `out`; VL15 needs the link up and the ports past DOWN, data needs
-    /// both ends ACTIVE.
-    fn cross(&self, out: PortIdx, data: bool) -> Result<PortIdx, Drop> {
+    /// both ends ACTIVE. The link's faults join `hz`.
+    #[inline]
+    fn cross(&self, out: PortIdx, data: bool, hz: &mut Hazard) -> Result<PortIdx, Drop> {
         let p = &self.ports[out.idx()];
         let r = p.remote.ok_or(Drop::LinkDown)?;
         let rp = &self.ports[r.idx()];
@@ -429,16 +597,32 @@ impl Sim {
         if !up(p) || !up(rp) || !self.nodes[rp.node.idx()].alive {
             return Err(Drop::LinkDown);
         }
+        if let Some(f) = &p.faults {
+            hz.add(f);
+        }
         Ok(r)
     }
 
     /// LID routing from port `from` to `dlid`: the port the packet arrives on at the node
     /// that owns the LID (any port of a switch whose port 0 owns it) and the links crossed.
+    #[allow(dead_code)] // kept for the data-path tracer
     pub(crate) fn lid_route(
         &self,
         from: PortIdx,
         dlid: Lid,
         data: bool,
+    ) -> Result<(PortIdx, u32), Drop> {
+        let mut hz = Hazard::NONE;
+        self.route(from, dlid, data, &mut hz)
+    }
+
+    /// [`Sim::lid_route`], gathering the faults of the links crossed.
+    fn route(
+        &self,
+        from: PortIdx,
+        dlid: Lid,
+        data: bool,
+        hz: &mut Hazard,
     ) -> Result<(PortIdx, u32), Drop> {
         if dlid.0 == 0 || dlid == Lid::PERMISSIVE {
             return Err(Drop::WrongLid);
@@ -449,7 +633,7 @@ impl Sim {
             return Ok((from, 0));
         }
         if !self.is_switch(self.node_of(from)) {
-            cur = self.cross(from, data)?;
+            cur = self.cross(from, data, hz)?;
             hops += 1;
         }
         loop {
@@ -470,12 +654,12 @@ impl Sim {
             if dlid > sw.info.linear_fdb_top {
                 return Err(Drop::NoRoute);
             }
-            let out = sw.lft.get(dlid.0 as usize).copied().unwrap_or(255);
+            let out = sw.lft_entry(dlid);
             let outp = match self.port_idx(n, out) {
                 Some(p) if out != 0 && out != 255 => p,
                 _ => return Err(Drop::NoRoute),
             };
-            cur = self.cross(outp, data)?;
+            cur = self.cross(outp, data, hz)?;
             hops += 1;
             if hops > MAX_HOPS {
                 return Err(Drop::Loop);
@@ -486,93 +670,120 @@ impl Sim {
     /// The outbound directed-route part, per IBA C14-9: from the node of `start`, one exit
     /// port per hop, recording each arrival port in the return path. Returns the arrival port
     /// at the last node and the links crossed.
-    fn dr_out(&self, start: PortIdx, d: &mut smp::Directed) -> Result<(PortIdx, u32), Drop> {
-        let n = d.hop_count;
-        if d.hop_pointer != 0 {
+    fn dr_out(
+        &self,
+        start: PortIdx,
+        buf: &mut [u8; 256],
+        hz: &mut Hazard,
+    ) -> Result<(PortIdx, u32), Drop> {
+        let p = smp::Packet::new_unchecked(&buf[..]);
+        let n = p.get(smp::field::HOP_COUNT);
+        if p.get(smp::field::HOP_POINTER) != 0 {
             return Err(Drop::Malformed);
         }
+        let dr_dlid = p.get(smp::field::DR_DLID);
         let mut cur = start;
-        for h in 1..=n {
+        for h in 1..=n as usize {
             let node = self.node_of(cur);
-            if h > 1 && !self.is_switch(node) {
+            let switch = self.is_switch(node);
+            if h > 1 && !switch {
                 return Err(Drop::NotASwitch);
             }
-            let exit = d.initial_path.0[h as usize];
-            let out = if self.is_switch(node) {
-                self.port_idx(node, exit).filter(|_| exit != 0)
-            } else {
-                // A CA sends out of the port named by hop 1; it must be its own port.
-                self.port_idx(node, exit)
-            }
-            .ok_or(Drop::BadPath)?;
-            let arrived = self.cross(out, false)?;
-            d.return_path.0[h as usize] = self.ports[arrived.idx()].num;
+            let exit = buf[INITIAL_PATH + h];
+            // A CA sends out of the port named by hop 1; it must be its own port.
+            let out = self
+                .port_idx(node, exit)
+                .filter(|_| !switch || exit != 0)
+                .ok_or(Drop::BadPath)?;
+            let arrived = self.cross(out, false, hz)?;
+            buf[RETURN_PATH + h] = self.ports[arrived.idx()].num;
             cur = arrived;
         }
-        if d.dr_dlid != Lid::PERMISSIVE && !self.is_switch(self.node_of(cur)) {
+        if dr_dlid != Lid::PERMISSIVE && !self.is_switch(self.node_of(cur)) {
             return Err(Drop::NotASwitch);
         }
-        d.hop_pointer = n + 1;
+        smp::Packet::new_unchecked(&mut buf[..]).set(smp::field::HOP_POINTER, n + 1);
         Ok((cur, n as u32))
     }
 
-    /// The returning directed-route part, per IBA C14-13: from the agent's node back along
-    /// the return path. Returns the port where the DR part ends and the links crossed.
-    fn dr_back(&self, at: PortIdx, d: &mut smp::Directed) -> Result<(PortIdx, u32), Drop> {
-        let n = d.hop_count;
+    /// The returning directed-route part, per IBA C14-13: from the responder's node back
+    /// along the return path. Returns the port where the DR part ends and the links crossed.
+    fn dr_back(
+        &self,
+        at: PortIdx,
+        buf: &mut [u8; 256],
+        hz: &mut Hazard,
+    ) -> Result<(PortIdx, u32), Drop> {
+        let n = smp::Packet::new_unchecked(&buf[..]).get(smp::field::HOP_COUNT);
         let mut cur = at;
-        for h in (1..=n).rev() {
+        for h in (1..=n as usize).rev() {
             let node = self.node_of(cur);
-            if h < n && !self.is_switch(node) {
+            if h < n as usize && !self.is_switch(node) {
                 return Err(Drop::NotASwitch);
             }
-            let exit = d.return_path.0[h as usize];
+            let exit = buf[RETURN_PATH + h];
             let out = self.port_idx(node, exit).ok_or(Drop::BadPath)?;
-            cur = self.cross(out, false)?;
+            cur = self.cross(out, false, hz)?;
         }
-        d.hop_pointer = 0;
+        smp::Packet::new_unchecked(&mut buf[..]).set(smp::field::HOP_POINTER, 0);
         Ok((cur, n as u32))
     }
 
-    fn arrive(
+    /// Puts a MAD on its way from `depart`, `hops` links to arrival port `port`: to the
+    /// agent there, or to the endpoint listening at that node. Fault injection decides
+    /// how many copies arrive and when.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn transmit(
         &mut self,
-        at: Nanos,
+        depart: Nanos,
+        hops: u32,
         port: PortIdx,
-        mad: [u8; 256],
+        mad: &[u8; 256],
         slid: Lid,
         dr_end: Option<PortIdx>,
+        mut hz: Hazard,
     ) {
-        let method = Method::from_raw_value(mad[3]);
-        let attr_id = u16::from_be_bytes([mad[16], mad[17]]);
-        let class = MgmtClass::from_raw_value(mad[1]);
-        let is_smp = matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirected);
-        let to_agent = is_smp
-            && (matches!(method, Method::Get | Method::Set) && attr_id != attr::SM_INFO
-                || method == Method::TrapRepress);
-        if to_agent {
-            self.schedule(
-                at,
-                Event::AtAgent {
-                    port,
-                    mad,
-                    slid,
-                    dr_end,
-                },
-            );
+        let agent = for_agent(mad);
+        let ep = if agent {
+            if let Some(f) = &self.nodes[self.node_of(port).idx()].faults {
+                hz.add(f);
+            }
+            u32::MAX
+        } else {
+            match self.ep_at.get(self.listener_port(port).idx()).copied() {
+                Some(ep) if ep != u32::MAX => ep,
+                _ => {
+                    self.drop_mad(Drop::NoListener);
+                    return;
+                }
+            }
+        };
+        let copies = self.wire(&hz);
+        if copies.n == 0 {
+            self.drop_mad(Drop::Injected);
             return;
         }
-        match self.ep_at.get(self.listener_port(port).idx()).copied() {
-            Some(ep) if ep != u32::MAX => {
-                let msg = Inbound { at, slid, mad };
-                self.schedule(
-                    at,
-                    Event::Deliver {
-                        ep: EndpointId(ep),
-                        msg,
+        let base = depart + hops as u64 * self.cfg.hop_ns;
+        for extra in copies.iter() {
+            let at = base + extra;
+            let ev = if agent {
+                Event::AtAgent {
+                    port,
+                    mad: *mad,
+                    slid,
+                    dr_end,
+                }
+            } else {
+                Event::Deliver {
+                    ep: EndpointId(ep),
+                    msg: Inbound {
+                        at,
+                        slid,
+                        mad: *mad,
                     },
-                );
-            }
-            _ => self.drop_mad(Drop::NoListener),
+                }
+            };
+            self.schedule(at, ev);
         }
     }
 
@@ -591,10 +802,13 @@ impl Sim {
                 dr_end,
             } => self.at_agent(port, mad, slid, dr_end),
             Event::TrapTimer { node } => self.trap_timer(node),
+            Event::LeaseExpiry { port, generation } => self.lease_expiry(port, generation),
+            Event::Fault(f) => self.run_fault(f),
+            Event::PowerUp { node } => self.power_up(node),
         }
     }
 
-    fn at_agent(&mut self, port: PortIdx, mad: [u8; 256], slid: Lid, dr_end: Option<PortIdx>) {
+    fn at_agent(&mut self, port: PortIdx, mut mad: [u8; 256], slid: Lid, dr_end: Option<PortIdx>) {
         let n = self.node_of(port);
         let node = &self.nodes[n.idx()];
         if !node.alive || node.silent {
@@ -602,96 +816,91 @@ impl Sim {
             return;
         }
         let delay = self.cfg.sma_ns + node.extra_delay;
-        let Ok(mut smp) = smp::Repr::parse(&mad) else {
+        let directed = mad[1] == MgmtClass::SubnDirected.to_raw_value();
+        let hdr = mad::Packet::new_unchecked(&mad[..]);
+        let method = hdr.get(mad::field::METHOD);
+        let attr_id = hdr.get(mad::field::ATTR_ID);
+        let attr_mod = hdr.get(mad::field::ATTR_MOD);
+        if directed
+            && smp::Packet::new_unchecked(&mad[..]).get(smp::field::HOP_COUNT) > smp::MAX_HOPS
+        {
             self.drop_mad(Drop::Malformed);
             return;
-        };
+        }
         self.stats.agent_requests += 1;
-        if smp.method == Method::TrapRepress {
+        let Some(hide_m_key) = self.m_key_check(n, port, &mad, slid) else {
+            return;
+        };
+        if method == Method::TrapRepress {
+            let tid = hdr.get(mad::field::TID);
             if let Some(t) = self.traps[n.idx()] {
-                if t.tid as u32 == smp.tid.low32() {
+                if t.tid as u32 == tid.low32() {
                     self.traps[n.idx()] = None;
                 }
             }
             return;
         }
         let in_port = self.ports[port.idx()].num;
+        let mut data = [0u8; 64];
+        data.copy_from_slice(&mad[smp::field::DATA]);
         let answer = Agent {
             nodes: &mut self.nodes,
             ports: &mut self.ports,
         }
-        .handle(
-            n,
-            in_port,
-            smp.method,
-            smp.attr_id,
-            smp.attr_mod,
-            &smp.data.0,
-        );
+        .handle(n, in_port, method, attr_id, attr_mod, &data);
         for e in &answer.effects {
             self.apply(*e);
         }
-        smp.method = Method::GetResp;
-        smp.status = answer.status;
-        smp.data.0 = answer.data;
-        let reply_from = self.now + delay;
+        let mut out = answer.data;
+        if hide_m_key && attr_id == attr::PORT_INFO {
+            // IBA 14.2.4.1 protection level 1: PortInfo.M_Key reads 0 without the key.
+            out[..8].fill(0);
+        }
+        mad[smp::field::DATA].copy_from_slice(&out);
+        let mut hz = Hazard::NONE;
+        if let Some(f) = &self.nodes[n.idx()].faults {
+            hz.add(f);
+        }
         // Route the answer back.
-        let back = match &mut smp.route {
-            Route::Lid => self
-                .lid_route(port, slid, false)
-                .map(|(p, h)| (p, h, self.ports[port.idx()].info.lid)),
-            Route::Directed(d) => {
-                d.direction = true;
-                // After a LID-routed end part, the answer first goes back, LID-routed, to the
-                // switch that ended the directed part.
-                let start = match dr_end {
-                    Some(x) => {
-                        let x0 = self.listener_port(x);
-                        let lid = self.ports[x0.idx()].info.lid;
-                        self.lid_route(port, lid, false).map(|(p, _)| p)
+        let back = if directed {
+            let mut p = smp::Packet::new_unchecked(&mut mad[..]);
+            p.set(mad::field::METHOD, Method::GetResp);
+            p.set(smp::field::DIRECTION, true);
+            p.set(smp::field::DR_STATUS, answer.status.0 & 0x7fff);
+            // After a LID-routed end part, the answer first goes back, LID-routed, to the
+            // switch that ended the directed part.
+            let start = match dr_end {
+                Some(x) => {
+                    let lid = self.lid_of(x);
+                    self.route(port, lid, false, &mut hz)
+                }
+                None => Ok((port, 0)),
+            };
+            let dr_slid = smp::Packet::new_unchecked(&mad[..]).get(smp::field::DR_SLID);
+            start
+                .and_then(|(s, h0)| self.dr_back(s, &mut mad, &mut hz).map(|(p, h)| (p, h0 + h)))
+                .and_then(|(p, h)| {
+                    if dr_slid != Lid::PERMISSIVE {
+                        self.route(p, dr_slid, false, &mut hz)
+                            .map(|(q, h2)| (q, h + h2))
+                    } else {
+                        Ok((p, h))
                     }
-                    None => Ok(port),
-                };
-                start
-                    .and_then(|s| self.dr_back(s, d))
-                    .and_then(|(p, h)| {
-                        if d.dr_slid != Lid::PERMISSIVE {
-                            self.lid_route(p, d.dr_slid, false)
-                                .map(|(q, h2)| (q, h + h2))
-                        } else {
-                            Ok((p, h))
-                        }
-                    })
-                    .map(|(p, h)| (p, h, Lid::PERMISSIVE))
-            }
+                })
+                .map(|(p, h)| (p, h, Lid::PERMISSIVE))
+        } else {
+            let mut p = mad::Packet::new_unchecked(&mut mad[..]);
+            p.set(mad::field::METHOD, Method::GetResp);
+            p.set(mad::field::STATUS, answer.status);
+            self.route(port, slid, false, &mut hz)
+                .map(|(p, h)| (p, h, self.lid_of(port)))
         };
-        let (dest, hops, src_lid) = match back {
-            Ok(x) => x,
-            Err(why) => {
-                self.drop_mad(why);
-                return;
+        match back {
+            Ok((dest, hops, src_lid)) => {
+                let depart = self.now + delay;
+                self.transmit(depart, hops, dest, &mad, src_lid, None, hz)
             }
-        };
-        let Ok(bytes) = smp.to_bytes() else {
-            self.drop_mad(Drop::Malformed);
-            return;
-        };
-        for extra in self.wire() {
-            let at = reply_from + hops as u64 * self.cfg.hop_ns + extra;
-            match self.ep_at.get(self.listener_port(dest).idx()).copied() {
-                Some(ep) if ep != u32::MAX => self.schedule(
-                    at,
-                    Event::Deliver {
-                        ep: EndpointId(ep),
-                        msg: Inbound {
-                            at,
-                            slid: src_lid,
-                            mad: bytes,
-                        },
-                    },
-                ),
-                _ => self.drop_mad(Drop::NoListener),
-            }
+            Err(why) => self.drop_mad(why),
         }
     }
 
@@ -712,20 +921,23 @@ impl Sim {
         }
     }
 
-    /// Puts both ends of the link at `p` into a state, noting the change on switches.
-    fn set_link(&mut self, p: PortIdx, state: PortState, phys: PhysPortState) {
-        let mut ends = vec![p];
-        if let Some(r) = self.ports[p.idx()].remote {
-            ends.push(r);
-        }
-        for x in ends {
+    /// Puts both ends of the link at `p` into a state, noting the change on switches. A
+    /// link coming up trains to the widest width both ends enable and the slower speed.
+    pub(crate) fn set_link(&mut self, p: PortIdx, state: PortState, phys: PhysPortState) {
+        let remote = self.ports[p.idx()].remote;
+        let trained = match remote {
+            Some(r) if phys == PhysPortState::LinkUp => Some(self.train(p, r)),
+            _ => None,
+        };
+        for x in [Some(p), remote].into_iter().flatten() {
             let port = &mut self.ports[x.idx()];
             let changed = port.info.port_state != state || port.info.port_physical_state != phys;
             port.info.port_state = state;
             port.info.port_physical_state = phys;
-            if phys == PhysPortState::LinkUp {
-                port.info.link_width_active =
-                    port.info.link_width_enabled & port.info.link_width_supported;
+            if let Some((width, speed, ext)) = trained {
+                port.info.link_width_active = width;
+                port.info.link_speed_active = speed;
+                port.info.link_speed_ext_active = ext;
             }
             let n = port.node;
             if changed {
@@ -734,8 +946,33 @@ impl Sim {
         }
     }
 
+    /// Width, speed and extended speed a link between `a` and `b` trains to.
+    fn train(&self, a: PortIdx, b: PortIdx) -> (u8, u8, u8) {
+        let (pa, pb) = (&self.ports[a.idx()], &self.ports[b.idx()]);
+        let common = pa.info.link_width_enabled
+            & pa.info.link_width_supported
+            & pb.info.link_width_enabled
+            & pb.info.link_width_supported;
+        let width = [
+            link_width::X12,
+            link_width::X8,
+            link_width::X4,
+            link_width::X2,
+            link_width::X1,
+        ]
+        .into_iter()
+        .find(|w| common & w != 0)
+        .unwrap_or(pa.hw.width);
+        let speed = pa.hw.speed.speed.min(pb.hw.speed.speed);
+        let ext = pa.hw.speed.ext.min(pb.hw.speed.ext);
+        (width, speed, ext)
+    }
+
     /// A switch noticed a port state change: flag it and trap to the SM.
-    fn port_changed(&mut self, n: NodeIdx) {
+    pub(crate) fn port_changed(&mut self, n: NodeIdx) {
+        if !self.nodes[n.idx()].alive {
+            return;
+        }
         let Some(sw) = self.nodes[n.idx()].switch.as_deref_mut() else {
             return;
         };
@@ -752,50 +989,46 @@ impl Sim {
         let Some(p0) = self.port_idx(n, 0) else {
             return;
         };
-        let info = self.ports[p0.idx()].info;
+        let lid = self.ports[p0.idx()].info.lid;
+        self.emit_trap(p0, Tid(t.tid), &notice::Repr::trap_128(lid, lid));
         let interval = self.cfg.trap_interval_ns;
-        // A switch traps only once it knows its own LID and its SM's.
-        if info.lid.0 != 0 && info.master_sm_lid.0 != 0 {
-            let mut smp = smp::Repr::request(Method::Trap, Tid(t.tid), attr::NOTICE, 0, Route::Lid);
-            let notice = notice::Repr::trap_128(info.lid, info.lid);
-            if smp.set_attribute(&notice).is_ok() {
-                if let Ok(bytes) = smp.to_bytes() {
-                    match self.lid_route(p0, info.master_sm_lid, false) {
-                        Ok((dest, hops)) => {
-                            self.stats.traps_sent += 1;
-                            for extra in self.wire() {
-                                let at = self.now + hops as u64 * self.cfg.hop_ns + extra;
-                                self.arrive(at, dest, bytes, info.lid, None);
-                            }
-                        }
-                        Err(why) => self.drop_mad(why),
-                    }
-                }
-            }
-        }
         self.schedule(self.now + interval, Event::TrapTimer { node: n });
     }
 
+    /// Sends a Trap(Notice) from end port `from` to its master SM, LID-routed, once the
+    /// port knows its own LID and its SM's.
+    pub(crate) fn emit_trap(&mut self, from: PortIdx, tid: Tid, notice: &notice::Repr) {
+        let info = self.ports[from.idx()].info;
+        if info.lid.0 == 0 || info.master_sm_lid.0 == 0 {
+            return;
+        }
+        let mut smp = smp::Repr::request(Method::Trap, tid, attr::NOTICE, 0, Route::Lid);
+        smp.m_key = info.m_key;
+        if smp.set_attribute(notice).is_err() {
+            return;
+        }
+        let Ok(bytes) = smp.to_bytes() else { return };
+        let mut hz = Hazard::NONE;
+        if let Some(f) = &self.nodes[self.node_of(from).idx()].faults {
+            hz.add(f);
+        }
+        match self.route(from, info.master_sm_lid, false, &mut hz) {
+            Ok((dest, hops)) => {
+                self.stats.traps_sent += 1;
+                self.transmit(self.now, hops, dest, &bytes, info.lid, None, hz);
+            }
+            Err(why) => self.drop_mad(why),
+        }
+    }
+
     fn trap_timer(&mut self, n: NodeIdx) {
-        if self.traps[n.idx()].is_some() {
+        if self.traps[n.idx()].is_some() && self.nodes[n.idx()].alive {
             self.send_trap(n);
         }
     }
 
     // ----------------------------------------------------------------------------------
-    // Faults and inspection.
-
-    /// Takes the link at `p` down (cable pulled): both ends DOWN / POLLING until `link_up`.
-    pub fn link_down(&mut self, p: PortIdx) {
-        self.set_link(p, PortState::Down, PhysPortState::Polling);
-    }
-
-    /// Brings the link at `p` back (cable reseated): both ends train to INIT.
-    pub fn link_up(&mut self, p: PortIdx) {
-        if self.ports[p.idx()].remote.is_some() {
-            self.set_link(p, PortState::Init, PhysPortState::LinkUp);
-        }
-    }
+    // Inspection.
 
     /// Read access to a port's state.
     pub fn port(&self, p: PortIdx) -> &SimPort {

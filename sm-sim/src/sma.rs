@@ -352,12 +352,12 @@ impl Agent<'_> {
         if attr_mod >> 24 != 0 || (block + 1) * pkey_table::ENTRIES > PKEY_CAP as usize {
             return Err(MadStatus::INVALID_FIELD);
         }
-        let keys = &mut self.ports[p.idx()].pkeys[block * 32..block * 32 + 32];
+        let port = &mut self.ports[p.idx()];
         if set {
             let t = pkey_table::Repr::parse(data).map_err(|_| MadStatus::INVALID_FIELD)?;
-            keys.copy_from_slice(&t.p_key_table);
+            port.pkeys_mut()[block * 32..block * 32 + 32].copy_from_slice(&t.p_key_table);
         }
-        emit(&pkey_table::Repr::from_keys(keys))
+        emit(&pkey_table::Repr::from_keys(&port.pkey_block(block)))
     }
 
     fn sl2vl(
@@ -420,18 +420,26 @@ impl Agent<'_> {
         let p = self.addressed_port(n, in_port, num)?;
         let port = &mut self.ports[p.idx()];
         let block = m.block;
-        let table = if block.is_high_priority() {
-            &mut port.vlarb_high
-        } else {
-            &mut port.vlarb_low
-        };
         let first = block.first_entry();
         if set {
             let t = vl_arb::Repr::parse(data).map_err(|_| MadStatus::INVALID_FIELD)?;
+            let tables = port.vlarb.get_or_insert_with(Default::default);
+            let table = if block.is_high_priority() {
+                &mut tables.high
+            } else {
+                &mut tables.low
+            };
             table[first..first + 32].copy_from_slice(&t.vl_arbitration_table);
         }
         let mut out = [vl_arb::Entry::new(0, 0); 32];
-        out.copy_from_slice(&table[first..first + 32]);
+        if let Some(tables) = &port.vlarb {
+            let table = if block.is_high_priority() {
+                &tables.high
+            } else {
+                &tables.low
+            };
+            out.copy_from_slice(&table[first..first + 32]);
+        }
         emit(&vl_arb::Repr {
             vl_arbitration_table: out,
         })
@@ -449,13 +457,10 @@ impl Agent<'_> {
         if (block + 1) * lft::ENTRIES > LFT_CAP as usize {
             return Err(MadStatus::INVALID_FIELD);
         }
-        let entries = &mut sw.lft[block * 64..block * 64 + 64];
-        if set {
-            entries.copy_from_slice(&data[..64]);
+        if set && !sw.set_lft_block(block, data) {
+            return Err(MadStatus::INVALID_FIELD);
         }
-        let mut out = [0u8; 64];
-        out.copy_from_slice(entries);
-        Ok(out)
+        Ok(sw.lft_block(block))
     }
 
     fn mft(

@@ -1,7 +1,7 @@
 //! What every simulated node holds: the attributes its SMA answers with, per node and per
 //! port, laid out in vectors parallel to the fabric's nodes and ports.
 
-use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
+use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx, Speed};
 use sm_mad::port_info::{self, LinkDownDefaultState, Mtu, PhysPortState, PortState, VlCap, cap};
 use sm_mad::{Guid, Lid, PKey, Vl, node_description, node_info, switch_info, vl_arb};
 
@@ -18,7 +18,8 @@ pub const GUID_CAP: u8 = 8;
 #[derive(Debug, Clone)]
 pub struct SwitchState {
     pub info: switch_info::Repr,
-    /// Output port per LID, 255 = none; `LFT_CAP` entries.
+    /// Output port per LID, 255 = none. Grows by whole 64-entry blocks as blocks are set
+    /// (up to `LFT_CAP` entries); an entry beyond its end reads 255.
     pub lft: Vec<u8>,
     /// Port masks per MLID and position, allocated on first use.
     pub mft: Vec<[u16; 16]>,
@@ -36,12 +37,37 @@ pub struct SimNode {
     pub info: node_info::Repr,
     pub desc: node_description::Repr,
     pub switch: Option<Box<SwitchState>>,
-    /// False once removed: the node answers nothing and its links are gone.
+    /// False while the node is removed or rebooting: it answers nothing and passes nothing.
     pub alive: bool,
+    /// Removed for good: its links are gone.
+    pub removed: bool,
     /// Receives MADs but never answers (a hung SMA).
     pub silent: bool,
     /// Extra SMA processing time, in virtual nanoseconds.
     pub extra_delay: u64,
+    /// Faults on every SMP this node's agent receives or sends.
+    pub faults: Option<Box<crate::Faults>>,
+}
+
+/// What a port is built as: the values it comes back to at power-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortHw {
+    /// LinkWidthEnabled at power-up (one width bit).
+    pub width: u8,
+    pub speed: Speed,
+    /// MTUCap code.
+    pub mtu_cap: u8,
+    /// VLCap code.
+    pub vl_cap: u8,
+}
+
+/// The M_Key lease timer of a port (IBA 14.2.4.2), in virtual time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Lease {
+    /// When the protection bits fall back to 0, while the timer runs.
+    pub expires: Option<u64>,
+    /// Bumped whenever the timer starts or stops, so a stale expiry event is ignored.
+    pub(crate) generation: u32,
 }
 
 /// A simulated port.
@@ -52,14 +78,37 @@ pub struct SimPort {
     pub exists: bool,
     pub guid: Guid,
     pub info: port_info::Repr,
+    /// The P_Key table; empty until the first Set, which reads as the power-up table
+    /// (the default P_Key 0xFFFF first, then zeros). See [`SimPort::pkey_block`].
     pub pkeys: Vec<PKey>,
     /// CA and switch port 0: one SL-to-VL table.
     pub sl2vl: [u8; 16],
-    pub vlarb_low: [vl_arb::Entry; 64],
-    pub vlarb_high: [vl_arb::Entry; 64],
+    /// VL arbitration tables, allocated on the first Set (all zero until then).
+    pub vlarb: Option<Box<VlArb>>,
     pub guids: [Guid; GUID_CAP as usize],
     /// The cable: where this port's link goes while the physical link is up.
     pub remote: Option<PortIdx>,
+    pub hw: PortHw,
+    /// M_Key lease timer (meaningful on CA ports and switch port 0).
+    pub lease: Lease,
+    /// Faults on each crossing of this port's link (set on both ends).
+    pub faults: Option<Box<crate::Faults>>,
+}
+
+/// A port's VL arbitration tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VlArb {
+    pub low: [vl_arb::Entry; 64],
+    pub high: [vl_arb::Entry; 64],
+}
+
+impl Default for VlArb {
+    fn default() -> Self {
+        VlArb {
+            low: [vl_arb::Entry::new(0, 0); 64],
+            high: [vl_arb::Entry::new(0, 0); 64],
+        }
+    }
 }
 
 fn ca_capabilities() -> u32 {
@@ -80,20 +129,22 @@ fn switch_port0_capabilities() -> u32 {
 }
 
 /// PortInfo of a port straight after power-up, before any SM.
-pub(crate) fn initial_port_info(fabric: &Fabric, p: PortIdx) -> port_info::Repr {
-    let port = fabric.port(p);
-    let node = fabric.node(port.node);
-    let is_switch = node.kind == NodeKind::Switch;
-    let endport = !is_switch || port.num == 0;
-    let linked = port.remote.is_some();
-    let (state, phys) = if is_switch && port.num == 0 {
+pub(crate) fn initial_port_info(
+    kind: NodeKind,
+    num: u8,
+    hw: PortHw,
+    linked: bool,
+) -> port_info::Repr {
+    let is_switch = kind == NodeKind::Switch;
+    let endport = !is_switch || num == 0;
+    let (state, phys) = if is_switch && num == 0 {
         (PortState::Active, PhysPortState::LinkUp)
     } else if linked {
         (PortState::Init, PhysPortState::LinkUp)
     } else {
         (PortState::Down, PhysPortState::Polling)
     };
-    let vl_cap = VlCap::from_raw_value(port.vl_cap);
+    let vl_cap = VlCap::from_raw_value(hw.vl_cap);
     port_info::Repr {
         capability_mask: if !endport {
             0
@@ -103,37 +154,33 @@ pub(crate) fn initial_port_info(fabric: &Fabric, p: PortIdx) -> port_info::Repr 
             ca_capabilities()
         },
         m_key_lease_period: 0,
-        local_port_num: port.num,
-        link_width_enabled: port.width,
+        local_port_num: num,
+        link_width_enabled: hw.width,
         link_width_supported: port_info::link_width::X1
             | port_info::link_width::X4
             | port_info::link_width::X8
             | port_info::link_width::X12
             | port_info::link_width::X2,
-        link_width_active: if linked || port.num == 0 {
-            port.width
-        } else {
-            0
-        },
+        link_width_active: if linked || num == 0 { hw.width } else { 0 },
         link_speed_supported: 7,
         port_state: state,
         port_physical_state: phys,
         link_down_default_state: LinkDownDefaultState::Polling,
-        link_speed_active: if linked { port.speed.speed } else { 0 },
+        link_speed_active: if linked { hw.speed.speed } else { 0 },
         link_speed_enabled: 7,
-        neighbor_mtu: Mtu::from_raw_value(port.mtu_cap),
+        neighbor_mtu: Mtu::from_raw_value(hw.mtu_cap),
         vl_cap,
         vl_high_limit: 0,
         vl_arbitration_high_cap: 8,
         vl_arbitration_low_cap: 8,
-        mtu_cap: Mtu::from_raw_value(port.mtu_cap),
+        mtu_cap: Mtu::from_raw_value(hw.mtu_cap),
         vl_stall_count: 7,
         operational_vls: VlCap::Vl0,
         guid_cap: if endport && !is_switch { GUID_CAP } else { 1 },
         subnet_timeout: 0,
-        link_speed_ext_active: if linked { port.speed.ext } else { 0 },
-        link_speed_ext_supported: if port.speed.ext != 0 { 15 } else { 0 },
-        link_speed_ext_enabled: if port.speed.ext != 0 { 15 } else { 0 },
+        link_speed_ext_active: if linked { hw.speed.ext } else { 0 },
+        link_speed_ext_supported: if hw.speed.ext != 0 { 15 } else { 0 },
+        link_speed_ext_enabled: if hw.speed.ext != 0 { 15 } else { 0 },
         ..port_info::Repr::default()
     }
 }
@@ -168,36 +215,79 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             desc: node_description::Repr::new(&n.description),
             switch,
             alive: true,
+            removed: false,
             silent: false,
             extra_delay: 0,
+            faults: None,
         });
     }
     let mut ports = Vec::with_capacity(fabric.ports().len());
-    for (i, p) in fabric.ports().iter().enumerate() {
-        let pi = PortIdx(i as u32);
-        let mut pkeys = vec![PKey(0); PKEY_CAP as usize];
-        pkeys[0] = PKey::DEFAULT;
-        let mut guids = [Guid(0); GUID_CAP as usize];
-        guids[0] = p.guid;
-        ports.push(SimPort {
+    for p in fabric.ports() {
+        let hw = PortHw {
+            width: p.width,
+            speed: p.speed,
+            mtu_cap: p.mtu_cap,
+            vl_cap: p.vl_cap,
+        };
+        let kind = fabric.node(p.node).kind;
+        let mut port = SimPort {
             node: p.node,
             num: p.num,
             exists: p.exists,
             guid: p.guid,
-            info: if p.exists {
-                initial_port_info(fabric, pi)
-            } else {
-                port_info::Repr::default()
-            },
-            pkeys,
+            info: port_info::Repr::default(),
+            pkeys: Vec::new(),
             sl2vl: [0; 16],
-            vlarb_low: [vl_arb::Entry::new(0, 0); 64],
-            vlarb_high: [vl_arb::Entry::new(0, 0); 64],
-            guids,
+            vlarb: None,
+            guids: [Guid(0); GUID_CAP as usize],
             remote: p.remote,
-        });
+            hw,
+            lease: Lease::default(),
+            faults: None,
+        };
+        port.power_up(kind);
+        ports.push(port);
     }
     (nodes, ports)
+}
+
+impl SimPort {
+    /// P_Key table block `block` (32 entries).
+    pub fn pkey_block(&self, block: usize) -> [PKey; 32] {
+        let mut out = [PKey(0); 32];
+        match self.pkeys.get(block * 32..block * 32 + 32) {
+            Some(b) => out.copy_from_slice(b),
+            None if block == 0 => out[0] = PKey::DEFAULT,
+            None => {}
+        }
+        out
+    }
+
+    /// The whole P_Key table, allocated at its power-up contents on first use.
+    pub(crate) fn pkeys_mut(&mut self) -> &mut [PKey] {
+        if self.pkeys.is_empty() {
+            self.pkeys = vec![PKey(0); PKEY_CAP as usize];
+            self.pkeys[0] = PKey::DEFAULT;
+        }
+        &mut self.pkeys
+    }
+
+    /// Everything an SM can set goes back to its power-up value; the cable, the hardware
+    /// and the fault settings stay.
+    pub(crate) fn power_up(&mut self, kind: NodeKind) {
+        self.info = if self.exists {
+            initial_port_info(kind, self.num, self.hw, self.remote.is_some())
+        } else {
+            port_info::Repr::default()
+        };
+        self.pkeys = Vec::new();
+        self.sl2vl = [0; 16];
+        self.vlarb = None;
+        self.guids = [Guid(0); GUID_CAP as usize];
+        self.guids[0] = self.guid;
+        self.lease.expires = None;
+        self.lease.generation = self.lease.generation.wrapping_add(1);
+    }
 }
 
 pub(crate) fn new_switch() -> SwitchState {
@@ -216,13 +306,41 @@ pub(crate) fn new_switch() -> SwitchState {
             multicast_fdb_top: Lid(0),
             ..switch_info::Repr::default()
         },
-        lft: vec![255; LFT_CAP as usize],
+        lft: Vec::new(),
         mft: Vec::new(),
         sl2vl: Vec::new(),
     }
 }
 
 impl SwitchState {
+    /// The output port for `lid` (255 = none).
+    #[inline]
+    pub fn lft_entry(&self, lid: Lid) -> u8 {
+        self.lft.get(lid.0 as usize).copied().unwrap_or(255)
+    }
+
+    /// LFT block `block` (64 entries); unprogrammed entries read 255.
+    pub fn lft_block(&self, block: usize) -> [u8; 64] {
+        let mut out = [255u8; 64];
+        if let Some(b) = self.lft.get(block * 64..block * 64 + 64) {
+            out.copy_from_slice(b);
+        }
+        out
+    }
+
+    /// Sets LFT block `block`; `false` (nothing changes) beyond the capacity.
+    pub fn set_lft_block(&mut self, block: usize, entries: &[u8; 64]) -> bool {
+        let end = (block + 1) * 64;
+        if end > LFT_CAP as usize {
+            return false;
+        }
+        if self.lft.len() < end {
+            self.lft.resize(end, 255);
+        }
+        self.lft[block * 64..end].copy_from_slice(entries);
+        true
+    }
+
     /// The SL-to-VL table for traffic entering `input` and leaving `output`.
     pub fn sl2vl(&self, num_ports: u8, input: u8, output: u8) -> [u8; 16] {
         let n = num_ports as usize + 1;

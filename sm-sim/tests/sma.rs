@@ -346,3 +346,90 @@ fn lid_routing_through_programmed_tables_and_traps() {
     let _ = sm_port;
     let _: PortIdx = p;
 }
+
+/// Tables are held only once programmed, and read as a fresh switch's would before that.
+#[test]
+fn tables_read_as_power_up_until_programmed() {
+    use sm_mad::{PKey, pkey_table, vl_arb};
+    let f = fabric();
+    let mut b = Bench::new(&f, Guid(0x10_0001));
+    let get = |b: &mut Bench, a: u16, m: u32| b.dr(Method::Get, a, m, &[1], None).unwrap();
+    // LFT: 255 everywhere, the last block inside the capacity can be set, the next not.
+    let r = get(&mut b, attr::LINEAR_FORWARDING_TABLE, 700);
+    assert_eq!((r.status, r.data.0), (MadStatus::OK, [255; 64]));
+    let fill = |req: &mut smp::Repr| req.data.0 = [7; 64];
+    let r = b
+        .dr(
+            Method::Set,
+            attr::LINEAR_FORWARDING_TABLE,
+            767,
+            &[1],
+            Some(&fill),
+        )
+        .unwrap();
+    assert_eq!((r.status, r.data.0), (MadStatus::OK, [7; 64]));
+    let r = b
+        .dr(
+            Method::Set,
+            attr::LINEAR_FORWARDING_TABLE,
+            768,
+            &[1],
+            Some(&fill),
+        )
+        .unwrap();
+    assert_eq!(r.status, MadStatus::INVALID_FIELD);
+    let r = get(&mut b, attr::LINEAR_FORWARDING_TABLE, 766);
+    assert_eq!(r.data.0, [255; 64]);
+    // P_Key table of switch port 2: the default key first.
+    let t: pkey_table::Repr = get(&mut b, attr::P_KEY_TABLE, 2 << 16).attribute().unwrap();
+    assert_eq!(t.p_key_table[0], PKey::DEFAULT);
+    assert!(t.p_key_table[1..].iter().all(|k| *k == PKey(0)));
+    let set_keys = |req: &mut smp::Repr| {
+        let mut keys = [PKey(0); 32];
+        keys[0] = PKey(0x8001);
+        keys[1] = PKey(0x7fff);
+        req.set_attribute(&pkey_table::Repr::from_keys(&keys))
+            .unwrap();
+    };
+    b.dr(
+        Method::Set,
+        attr::P_KEY_TABLE,
+        2 << 16,
+        &[1],
+        Some(&set_keys),
+    )
+    .unwrap();
+    let t: pkey_table::Repr = get(&mut b, attr::P_KEY_TABLE, 2 << 16).attribute().unwrap();
+    assert_eq!(&t.p_key_table[..2], &[PKey(0x8001), PKey(0x7fff)]);
+    let t: pkey_table::Repr = get(&mut b, attr::P_KEY_TABLE, 3 << 16).attribute().unwrap();
+    assert_eq!(t.p_key_table[0], PKey::DEFAULT, "other ports untouched");
+    // VL arbitration: zeros, then what was set.
+    let low = 1 << 16 | 2;
+    let t: vl_arb::Repr = get(&mut b, attr::VL_ARBITRATION_TABLE, low)
+        .attribute()
+        .unwrap();
+    assert!(
+        t.vl_arbitration_table
+            .iter()
+            .all(|e| *e == vl_arb::Entry::new(0, 0))
+    );
+    let set_arb = |req: &mut smp::Repr| {
+        let mut t = vl_arb::Repr {
+            vl_arbitration_table: [vl_arb::Entry::new(0, 0); 32],
+        };
+        t.vl_arbitration_table[0] = vl_arb::Entry::new(1, 64);
+        req.set_attribute(&t).unwrap();
+    };
+    b.dr(
+        Method::Set,
+        attr::VL_ARBITRATION_TABLE,
+        low,
+        &[1],
+        Some(&set_arb),
+    )
+    .unwrap();
+    let t: vl_arb::Repr = get(&mut b, attr::VL_ARBITRATION_TABLE, low)
+        .attribute()
+        .unwrap();
+    assert_eq!(t.vl_arbitration_table[0], vl_arb::Entry::new(1, 64));
+}

@@ -1,0 +1,838 @@
+//! Fault scenarios as text: one timed event per line, for tests and for
+//! `ibsm run --sim FABRIC --scenario FILE`.
+//!
+//! ```text
+//! # a comment; blank lines are ignored
+//! at 0      loss 0.05                       # every MAD: 5 % lost (end to end)
+//! at 0      loss 0.2 link "leaf 3"[1]       # ... and 20 % more on one link (each crossing)
+//! at 0      silent "leaf 1"                 # receives SMPs, never answers
+//! at 0      slow "leaf 2" 5ms               # answers 5 ms later than the others
+//! at 1ms    flap 0x0002000100000004[2] period 100us count 5
+//! at 5ms    link-down "leaf 3"[1]
+//! at 6ms    link-up "leaf 3"[1]
+//! at 20ms   reboot "spine 0"
+//! at 30ms   remove "host 7 leaf 3"
+//! at 40ms   recable "a"[1] "c"[2]
+//! ```
+//!
+//! # Lines
+//!
+//! `at TIME ACTION ARGS... [# comment]`. Events may come in any order; events at the same
+//! time happen in file order. Times count from the moment the scenario is loaded
+//! ([`crate::Sim::load_scenario`]), which is usually virtual time 0.
+//!
+//! - **TIME**: `0`, or a number with a unit `ns`, `us`, `ms` or `s`: `250us`, `10ms`,
+//!   `1.5ms` (at most nanosecond precision).
+//! - **NODE**: a node GUID in hex (`0x0002000100000004`; the port GUID of a CA port names
+//!   its node too), or a node description in double quotes (`"leaf 3"`), which must name
+//!   exactly one node. A quote inside a description is written `\"`, a backslash `\\`.
+//! - **PORT**: a node followed at once by a port number in brackets: `"leaf 3"[1]`,
+//!   `0x0002000100000004[2]`.
+//! - **P**: a probability from 0 to 1 (`0.05`).
+//!
+//! # Actions
+//!
+//! | action | meaning |
+//! |---|---|
+//! | `link-down PORT` | the link at PORT goes down (both ends DOWN / Polling), the cable stays |
+//! | `link-up PORT` | the link at PORT trains again (both ends INIT) |
+//! | `flap PORT period TIME count N [down TIME]` | N times: down, then up after `down` (default half the period); one cycle per period |
+//! | `reboot NODE [down TIME]` | the node powers up afresh: LIDs 0, tables empty, SwitchInfo as at power-up, M_Key cleared; its links go down and train again to INIT on both ends, after `down` (default 0) during which the node answers nothing |
+//! | `remove NODE` | the node is gone for good: its links are removed, it answers nothing |
+//! | `silent NODE [off]` | the node's agent receives SMPs but never answers (`off` ends it) |
+//! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
+//! | `recable PORT PORT` | the cable at the first port is moved to the second: its old peer and the second port's old peer (if any) lose their links, the two ports link and train to INIT |
+//! | `loss P [TARGET]` | probability that a MAD is lost |
+//! | `duplicate P [TARGET]` | probability that a MAD is delivered twice |
+//! | `reorder P TIME [TARGET]` | probability that a MAD is held back by up to TIME, so later ones overtake it |
+//! | `delay TIME [TARGET]` | fixed extra latency |
+//! | `clear-faults [TARGET]` | loss, duplicate, reorder and delay back to none |
+//!
+//! TARGET is `link PORT` (each crossing of that link, either way), `node NODE` (every SMP
+//! the node's agent receives or sends), or nothing: the whole fabric, applied once per MAD
+//! end to end. Every link state change on a switch port sets SwitchInfo.PortStateChange and
+//! makes the switch send Trap 128 (a change of a CA port is seen by the switch at the other
+//! end).
+//!
+//! [`Scenario::parse`] checks the text only; names are resolved against a fabric by
+//! [`crate::Sim::load_scenario`]. Both report the file, line and what is wrong.
+
+use sm_mad::Guid;
+
+use crate::Nanos;
+
+/// A node named in a scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeRef {
+    /// By node GUID (or the port GUID of a CA port).
+    Guid(Guid),
+    /// By node description.
+    Desc(String),
+}
+
+impl std::fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeRef::Guid(g) => write!(f, "{:#018x}", g.0),
+            NodeRef::Desc(d) => write!(f, "{d:?}"),
+        }
+    }
+}
+
+/// A port named in a scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortRef {
+    pub node: NodeRef,
+    pub port: u8,
+}
+
+impl std::fmt::Display for PortRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}[{}]", self.node, self.port)
+    }
+}
+
+/// Where fault settings apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target<N = NodeRef, P = PortRef> {
+    /// Every MAD, once end to end.
+    Fabric,
+    /// Each crossing of one link.
+    Link(P),
+    /// Every SMP one node's agent receives or sends.
+    Node(N),
+}
+
+/// One fault setting.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FaultParam {
+    Loss(f64),
+    Duplicate(f64),
+    /// Probability and largest hold-back.
+    Reorder(f64, Nanos),
+    Delay(Nanos),
+}
+
+/// What happens, with nodes and ports as named in the text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action<N = NodeRef, P = PortRef> {
+    LinkDown(P),
+    LinkUp(P),
+    Flap {
+        port: P,
+        period: Nanos,
+        count: u32,
+        /// How long each down phase lasts (default half the period).
+        down: Option<Nanos>,
+    },
+    Reboot {
+        node: N,
+        down: Nanos,
+    },
+    Remove(N),
+    Silent {
+        node: N,
+        on: bool,
+    },
+    Slow {
+        node: N,
+        delay: Nanos,
+    },
+    Recable {
+        from: P,
+        to: P,
+    },
+    Fault {
+        target: Target<N, P>,
+        param: FaultParam,
+    },
+    ClearFaults(Target<N, P>),
+}
+
+/// One line of a scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// 1-based line number in the file.
+    pub line: usize,
+    /// Offset from the moment the scenario is loaded.
+    pub at: Nanos,
+    pub action: Action,
+}
+
+/// A parsed scenario.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scenario {
+    /// The file name errors name.
+    pub file: String,
+    /// In file order.
+    pub events: Vec<Event>,
+}
+
+/// What is wrong with a scenario line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScenarioErrorKind {
+    #[error("a line starts with `at TIME`, found {0:?}")]
+    ExpectedAt(String),
+    #[error("missing {0}")]
+    Missing(&'static str),
+    #[error("bad time {0:?} (expected 0 or a number with ns, us, ms or s)")]
+    BadTime(String),
+    #[error("time {0:?} is too large")]
+    TimeOverflow(String),
+    #[error("bad probability {0:?} (expected a number from 0 to 1)")]
+    BadProbability(String),
+    #[error("bad count {0:?}")]
+    BadCount(String),
+    #[error("bad node {0:?} (expected 0xGUID or \"description\")")]
+    BadNode(String),
+    #[error("bad port {0:?} (expected NODE[number], number 0..=254)")]
+    BadPort(String),
+    #[error("unterminated quoted string")]
+    Unterminated,
+    #[error("unknown action {0:?}")]
+    UnknownAction(String),
+    #[error("unexpected {0:?}")]
+    Unexpected(String),
+    #[error("expected {expected}, found {found:?}")]
+    Expected {
+        expected: &'static str,
+        found: String,
+    },
+    #[error("flap period must be longer than its down time")]
+    BadFlap,
+    #[error("no node {0}")]
+    UnknownNode(String),
+    #[error("{0} names {1} nodes")]
+    AmbiguousNode(String, usize),
+    #[error("node {node} has no port {port}")]
+    NoSuchPort { node: String, port: u8 },
+    #[error("port {0} has no cable")]
+    NotLinked(String),
+    #[error("a port cannot be cabled to itself ({0})")]
+    SelfLink(String),
+}
+
+/// A scenario error: file, line, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {kind}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub line: usize,
+    pub kind: ScenarioErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Quoted(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Token {
+    tok: Tok,
+    /// The `[n]` that followed at once, as written.
+    index: Option<String>,
+}
+
+impl Token {
+    fn text(&self) -> String {
+        let base = match &self.tok {
+            Tok::Word(w) => w.clone(),
+            Tok::Quoted(q) => format!("{q:?}"),
+        };
+        match &self.index {
+            Some(i) => format!("{base}[{i}]"),
+            None => base,
+        }
+    }
+
+    fn word(&self) -> Option<&str> {
+        match (&self.tok, &self.index) {
+            (Tok::Word(w), None) => Some(w),
+            _ => None,
+        }
+    }
+}
+
+type Kind = ScenarioErrorKind;
+
+/// Splits a line into tokens; a `#` outside quotes starts a comment.
+fn tokenize(line: &str) -> Result<Vec<Token>, Kind> {
+    let mut out = Vec::new();
+    let mut it = line.chars().peekable();
+    loop {
+        while it.next_if(|c| c.is_whitespace()).is_some() {}
+        let Some(&c) = it.peek() else { break };
+        if c == '#' {
+            break;
+        }
+        let tok = if c == '"' {
+            it.next();
+            let mut s = String::new();
+            loop {
+                match it.next() {
+                    None => return Err(Kind::Unterminated),
+                    Some('"') => break,
+                    Some('\\') => match it.next() {
+                        Some(e) => s.push(e),
+                        None => return Err(Kind::Unterminated),
+                    },
+                    Some(ch) => s.push(ch),
+                }
+            }
+            Tok::Quoted(s)
+        } else {
+            let mut s = String::new();
+            while let Some(ch) = it.next_if(|&ch| !ch.is_whitespace() && ch != '[' && ch != '#') {
+                s.push(ch);
+            }
+            if s.is_empty() {
+                // A `[` with nothing before it.
+                s.push('[');
+                it.next();
+                return Err(Kind::Unexpected(s));
+            }
+            Tok::Word(s)
+        };
+        let index = if it.next_if_eq(&'[').is_some() {
+            let mut s = String::new();
+            loop {
+                match it.next() {
+                    Some(']') => break,
+                    Some(ch) if !ch.is_whitespace() => s.push(ch),
+                    _ => {
+                        return Err(Kind::BadPort(format!(
+                            "{}[{s}",
+                            Token {
+                                tok: tok.clone(),
+                                index: None
+                            }
+                            .text()
+                        )));
+                    }
+                }
+            }
+            Some(s)
+        } else {
+            None
+        };
+        out.push(Token { tok, index });
+    }
+    Ok(out)
+}
+
+/// Parses a time: `0` or a decimal number with a unit.
+pub fn parse_time(s: &str) -> Result<Nanos, ScenarioErrorKind> {
+    if s == "0" {
+        return Ok(0);
+    }
+    let bad = || Kind::BadTime(s.to_string());
+    let (num, unit) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1u64)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1_000)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1_000_000)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1_000_000_000)
+    } else {
+        return Err(bad());
+    };
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if int.is_empty() || !digits(int) || !digits(frac) || (num.contains('.') && frac.is_empty()) {
+        return Err(bad());
+    }
+    let over = || Kind::TimeOverflow(s.to_string());
+    let i: u64 = int.parse().map_err(|_| over())?;
+    let mut ns = i.checked_mul(unit).ok_or_else(over)?;
+    // The fraction, digit by digit: each digit is worth unit / 10^k.
+    let mut scale = unit;
+    for b in frac.bytes() {
+        scale /= 10;
+        let d = (b - b'0') as u64;
+        if scale == 0 {
+            if d != 0 {
+                return Err(bad());
+            }
+            continue;
+        }
+        ns = ns.checked_add(d * scale).ok_or_else(over)?;
+    }
+    Ok(ns)
+}
+
+fn parse_prob(s: &str) -> Result<f64, Kind> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(Kind::BadProbability(s.to_string())),
+    }
+}
+
+fn parse_guid(s: &str) -> Option<Guid> {
+    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
+    if h.is_empty() || h.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(h, 16).ok().map(Guid)
+}
+
+fn node_of(t: &Token) -> Result<NodeRef, Kind> {
+    match &t.tok {
+        Tok::Quoted(q) => Ok(NodeRef::Desc(q.clone())),
+        Tok::Word(w) => parse_guid(w)
+            .map(NodeRef::Guid)
+            .ok_or_else(|| Kind::BadNode(t.text())),
+    }
+}
+
+/// The remaining tokens of one line.
+struct Line {
+    toks: std::vec::IntoIter<Token>,
+}
+
+impl Line {
+    fn next(&mut self, what: &'static str) -> Result<Token, Kind> {
+        self.toks.next().ok_or(Kind::Missing(what))
+    }
+
+    fn word(&mut self, what: &'static str) -> Result<String, Kind> {
+        let t = self.next(what)?;
+        t.word().map(str::to_string).ok_or(Kind::Expected {
+            expected: what,
+            found: t.text(),
+        })
+    }
+
+    fn keyword(&mut self, kw: &'static str) -> Result<(), Kind> {
+        let t = self.next(kw)?;
+        if t.word() == Some(kw) {
+            Ok(())
+        } else {
+            Err(Kind::Expected {
+                expected: kw,
+                found: t.text(),
+            })
+        }
+    }
+
+    fn time(&mut self, what: &'static str) -> Result<Nanos, Kind> {
+        parse_time(&self.word(what)?)
+    }
+
+    fn prob(&mut self) -> Result<f64, Kind> {
+        parse_prob(&self.word("a probability")?)
+    }
+
+    fn node(&mut self) -> Result<NodeRef, Kind> {
+        let t = self.next("a node")?;
+        if t.index.is_some() {
+            return Err(Kind::BadNode(t.text()));
+        }
+        node_of(&t)
+    }
+
+    fn port(&mut self) -> Result<PortRef, Kind> {
+        let t = self.next("a port")?;
+        let Some(i) = &t.index else {
+            return Err(Kind::BadPort(t.text()));
+        };
+        let port = match i.parse::<u8>() {
+            Ok(p) if p < 255 => p,
+            _ => return Err(Kind::BadPort(t.text())),
+        };
+        let node = node_of(&Token {
+            tok: t.tok.clone(),
+            index: None,
+        })?;
+        Ok(PortRef { node, port })
+    }
+
+    fn peek_word(&self) -> Option<String> {
+        self.toks
+            .as_slice()
+            .first()
+            .and_then(|t| t.word())
+            .map(str::to_string)
+    }
+
+    fn target(&mut self) -> Result<Target, Kind> {
+        match self.peek_word().as_deref() {
+            Some("link") => {
+                self.toks.next();
+                Ok(Target::Link(self.port()?))
+            }
+            Some("node") => {
+                self.toks.next();
+                Ok(Target::Node(self.node()?))
+            }
+            _ => Ok(Target::Fabric),
+        }
+    }
+
+    fn end(mut self) -> Result<(), Kind> {
+        match self.toks.next() {
+            None => Ok(()),
+            Some(t) => Err(Kind::Unexpected(t.text())),
+        }
+    }
+}
+
+fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
+    let toks = tokenize(text)?;
+    if toks.is_empty() {
+        return Ok(None);
+    }
+    let mut l = Line {
+        toks: toks.into_iter(),
+    };
+    let first = l.next("at")?;
+    if first.word() != Some("at") {
+        return Err(Kind::ExpectedAt(first.text()));
+    }
+    let at = l.time("a time")?;
+    let verb = l.word("an action")?;
+    let action = match verb.as_str() {
+        "link-down" => Action::LinkDown(l.port()?),
+        "link-up" => Action::LinkUp(l.port()?),
+        "flap" => {
+            let port = l.port()?;
+            l.keyword("period")?;
+            let period = l.time("a period")?;
+            l.keyword("count")?;
+            let c = l.word("a count")?;
+            let count = c.parse::<u32>().map_err(|_| Kind::BadCount(c))?;
+            let down = if l.peek_word().as_deref() == Some("down") {
+                l.toks.next();
+                Some(l.time("a down time")?)
+            } else {
+                None
+            };
+            if period == 0 || down.is_some_and(|d| d == 0 || d >= period) {
+                return Err(Kind::BadFlap);
+            }
+            Action::Flap {
+                port,
+                period,
+                count,
+                down,
+            }
+        }
+        "reboot" => {
+            let node = l.node()?;
+            let down = if l.peek_word().as_deref() == Some("down") {
+                l.toks.next();
+                l.time("a down time")?
+            } else {
+                0
+            };
+            Action::Reboot { node, down }
+        }
+        "remove" => Action::Remove(l.node()?),
+        "silent" => {
+            let node = l.node()?;
+            let on = if l.peek_word().as_deref() == Some("off") {
+                l.toks.next();
+                false
+            } else {
+                true
+            };
+            Action::Silent { node, on }
+        }
+        "slow" => Action::Slow {
+            node: l.node()?,
+            delay: l.time("a delay")?,
+        },
+        "recable" => Action::Recable {
+            from: l.port()?,
+            to: l.port()?,
+        },
+        "loss" => {
+            let p = l.prob()?;
+            Action::Fault {
+                param: FaultParam::Loss(p),
+                target: l.target()?,
+            }
+        }
+        "duplicate" => {
+            let p = l.prob()?;
+            Action::Fault {
+                param: FaultParam::Duplicate(p),
+                target: l.target()?,
+            }
+        }
+        "reorder" => {
+            let p = l.prob()?;
+            let j = l.time("a hold-back time")?;
+            Action::Fault {
+                param: FaultParam::Reorder(p, j),
+                target: l.target()?,
+            }
+        }
+        "delay" => {
+            let d = l.time("a delay")?;
+            Action::Fault {
+                param: FaultParam::Delay(d),
+                target: l.target()?,
+            }
+        }
+        "clear-faults" => Action::ClearFaults(l.target()?),
+        _ => return Err(Kind::UnknownAction(verb)),
+    };
+    l.end()?;
+    Ok(Some((at, action)))
+}
+
+impl Scenario {
+    /// Parses scenario text; `file` is the name errors carry.
+    pub fn parse(file: &str, text: &str) -> Result<Scenario, ScenarioError> {
+        let mut events = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let err = |kind| ScenarioError {
+                file: file.to_string(),
+                line: i + 1,
+                kind,
+            };
+            if let Some((at, action)) = parse_line(line).map_err(err)? {
+                events.push(Event {
+                    line: i + 1,
+                    at,
+                    action,
+                });
+            }
+        }
+        Ok(Scenario {
+            file: file.to_string(),
+            events,
+        })
+    }
+
+    /// Reads and parses a scenario file.
+    pub fn read(path: &std::path::Path) -> Result<Scenario, ReadError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io {
+            file: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(Scenario::parse(&path.display().to_string(), &text)?)
+    }
+}
+
+/// Why a scenario file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    #[error("{file}: {message}")]
+    Io { file: String, message: String },
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Result<Action, ScenarioErrorKind> {
+        Scenario::parse("t", line)
+            .map(|s| s.events.into_iter().next().map(|e| e.action))
+            .map_err(|e| e.kind)
+            .and_then(|a| a.ok_or(Kind::Missing("event")))
+    }
+
+    fn desc(s: &str) -> NodeRef {
+        NodeRef::Desc(s.to_string())
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("0"), Ok(0));
+        assert_eq!(parse_time("250us"), Ok(250_000));
+        assert_eq!(parse_time("10ms"), Ok(10_000_000));
+        assert_eq!(parse_time("1.5ms"), Ok(1_500_000));
+        assert_eq!(parse_time("2s"), Ok(2_000_000_000));
+        assert_eq!(parse_time("7ns"), Ok(7));
+        assert_eq!(parse_time("0.000000001s"), Ok(1));
+        assert!(matches!(parse_time("1.0001ns"), Err(Kind::BadTime(_))));
+        assert!(matches!(parse_time("1.ms"), Err(Kind::BadTime(_))));
+        assert!(matches!(parse_time("10"), Err(Kind::BadTime(_))));
+        assert!(matches!(parse_time("-1ms"), Err(Kind::BadTime(_))));
+        assert!(matches!(
+            parse_time("99999999999999999999s"),
+            Err(Kind::TimeOverflow(_))
+        ));
+    }
+
+    #[test]
+    fn every_action() {
+        let s = Scenario::parse(
+            "s.txt",
+            r#"
+            # comment
+            at 5ms link-down "leaf 3"[1]   # trailing comment
+            at 6ms link-up 0x10[2]
+            at 1ms flap 0x0002000100000004[2] period 100us count 5
+            at 1ms flap "a"[1] period 100us count 2 down 10us
+            at 20ms reboot "spine 0"
+            at 20ms reboot "spine 1" down 1ms
+            at 30ms remove "quote \" in"
+            at 0 silent "leaf 1"
+            at 0 silent "leaf 1" off
+            at 0 slow "leaf 2" 5ms
+            at 40ms recable "a"[1] "c"[2]
+            at 0 loss 0.05
+            at 0 loss 0.5 link "a"[1]
+            at 0 duplicate 0.1 node 0xabc
+            at 0 reorder 0.2 3us
+            at 0 delay 1us link 0x1[1]
+            at 1s clear-faults
+            at 1s clear-faults node "x"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(s.events.len(), 18);
+        assert_eq!(s.events[0].line, 3);
+        assert_eq!(s.events[0].at, 5_000_000);
+        assert_eq!(
+            s.events[0].action,
+            Action::LinkDown(PortRef {
+                node: desc("leaf 3"),
+                port: 1
+            })
+        );
+        assert_eq!(
+            s.events[2].action,
+            Action::Flap {
+                port: PortRef {
+                    node: NodeRef::Guid(Guid(0x0002_0001_0000_0004)),
+                    port: 2
+                },
+                period: 100_000,
+                count: 5,
+                down: None
+            }
+        );
+        assert_eq!(s.events[6].action, Action::Remove(desc("quote \" in")));
+        assert_eq!(
+            s.events[8].action,
+            Action::Silent {
+                node: desc("leaf 1"),
+                on: false
+            }
+        );
+        assert_eq!(
+            s.events[13].action,
+            Action::Fault {
+                target: Target::Node(NodeRef::Guid(Guid(0xabc))),
+                param: FaultParam::Duplicate(0.1)
+            }
+        );
+        assert_eq!(
+            s.events[14].action,
+            Action::Fault {
+                target: Target::Fabric,
+                param: FaultParam::Reorder(0.2, 3_000)
+            }
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_fault() {
+        let e = Scenario::parse("f.scn", "at 0 loss 0.1\n\nat 5 link-down \"a\"[1]").unwrap_err();
+        assert_eq!((e.file.as_str(), e.line), ("f.scn", 3));
+        assert_eq!(e.kind, Kind::BadTime("5".into()));
+        assert_eq!(
+            e.to_string(),
+            "f.scn:3: bad time \"5\" (expected 0 or a number with ns, us, ms or s)"
+        );
+        assert_eq!(
+            one("at 0 loss 1.5"),
+            Err(Kind::BadProbability("1.5".into()))
+        );
+        assert_eq!(
+            one("at 0 loss NaN"),
+            Err(Kind::BadProbability("NaN".into()))
+        );
+        assert_eq!(
+            one("at 0 explode"),
+            Err(Kind::UnknownAction("explode".into()))
+        );
+        assert_eq!(one("in 0 loss 0"), Err(Kind::ExpectedAt("in".into())));
+        assert_eq!(
+            one("at 0 link-down \"a\""),
+            Err(Kind::BadPort("\"a\"".into()))
+        );
+        assert_eq!(
+            one("at 0 link-down \"a\"[256]"),
+            Err(Kind::BadPort("\"a\"[256]".into()))
+        );
+        assert_eq!(
+            one("at 0 link-down \"a\"[1"),
+            Err(Kind::BadPort("\"a\"[1".into()))
+        );
+        assert_eq!(one("at 0 remove \"a"), Err(Kind::Unterminated));
+        assert_eq!(one("at 0 remove leaf"), Err(Kind::BadNode("leaf".into())));
+        assert_eq!(one("at 0 remove"), Err(Kind::Missing("a node")));
+        assert_eq!(
+            one("at 0 remove 0x1 now"),
+            Err(Kind::Unexpected("now".into()))
+        );
+        assert_eq!(
+            one("at 0 flap 0x1[1] count 3"),
+            Err(Kind::Expected {
+                expected: "period",
+                found: "count".into()
+            })
+        );
+        assert_eq!(
+            one("at 0 flap 0x1[1] period 1us count 3 down 1us"),
+            Err(Kind::BadFlap)
+        );
+        assert_eq!(
+            one("at 0 flap 0x1[1] period 1us count x"),
+            Err(Kind::BadCount("x".into()))
+        );
+        assert_eq!(one("at 0 remove [3]"), Err(Kind::Unexpected("[".into())));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,200}") {
+            let _ = Scenario::parse("p", &s);
+        }
+
+        #[test]
+        fn never_panics_on_near_misses(
+            words in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::strategy::Just("at".to_string()),
+                    proptest::strategy::Just("flap".to_string()),
+                    proptest::strategy::Just("period".to_string()),
+                    proptest::strategy::Just("count".to_string()),
+                    proptest::strategy::Just("down".to_string()),
+                    proptest::strategy::Just("link".to_string()),
+                    proptest::strategy::Just("node".to_string()),
+                    proptest::strategy::Just("loss".to_string()),
+                    proptest::strategy::Just("reorder".to_string()),
+                    proptest::strategy::Just("recable".to_string()),
+                    "[0-9]{1,22}(\\.[0-9]{0,12})?(ns|us|ms|s)?",
+                    "0x[0-9a-f]{0,20}(\\[[0-9]{0,4}\\]?)?",
+                    "\"[a-z \\\\\"]{0,6}\"?(\\[[0-9]{0,4}\\]?)?",
+                    "[#\\[\\]\"\\\\]",
+                ],
+                0..12,
+            )
+        ) {
+            let line = words.join(" ");
+            let _ = Scenario::parse("p", &line);
+        }
+
+        #[test]
+        fn times_round_trip(ns in 0u64..u64::MAX / 1_000) {
+            proptest::prop_assert_eq!(parse_time(&format!("{ns}ns")), Ok(ns));
+            proptest::prop_assert_eq!(parse_time(&format!("{}.{:03}us", ns / 1000, ns % 1000)), Ok(ns));
+        }
+    }
+}
