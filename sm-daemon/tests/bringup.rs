@@ -88,6 +88,7 @@ fn loss_and_reordering_converge_to_the_same_tables() {
                 duplicate: 0.02,
                 reorder: 0.2,
                 jitter_ns: 50_000,
+                ..sm_sim::Faults::default()
             },
             ..SimConfig::default()
         };
