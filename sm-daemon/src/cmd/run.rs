@@ -53,6 +53,13 @@ pub(crate) struct Args {
     /// Fraction of MADs the simulated fabric loses (0.0-1.0).
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
+    /// A fault scenario for the simulated fabric (see `sm_sim::scenario` for the format).
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<PathBuf>,
+    /// Run this long in virtual time (e.g. `200ms`) and report every sweep, instead of
+    /// stopping at the first subnet up; for replaying scenarios.
+    #[arg(long, value_name = "TIME")]
+    run_for: Option<String>,
 }
 
 /// The summary printed with `--report`.
@@ -150,6 +157,43 @@ fn load_topology(sim: &Path) -> anyhow::Result<Fabric> {
         return Ok(read_topology_str(EXAMPLE, Path::new("<bundled example>"))?.fabric);
     }
     Ok(sm_core::read_topology(sim)?.fabric)
+}
+
+/// Runs the SM in virtual time for `limit` and reports every sweep.
+fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
+    let mut reports = Vec::new();
+    while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
+        matches!(e, Event::SweepDone(_) | Event::LidsChanged)
+    }) {
+        match e {
+            Event::LidsChanged => save_lids(args, driver)?,
+            Event::SweepDone(r) => {
+                reports.push(Report::new(&r, wall.elapsed().as_secs_f64() * 1e3));
+            }
+            _ => {}
+        }
+        if driver.now() >= limit {
+            break;
+        }
+    }
+    save_lids(args, driver)?;
+    if let Some(d) = &args.dump_dir {
+        write_dumps(d, driver)?;
+    }
+    match args.report.as_deref() {
+        Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
+        Some("text") => {
+            for r in &reports {
+                println!("{}", serde_json::to_string(r)?);
+            }
+        }
+        Some(other) => bail!("--report {other}: expected text or json"),
+        None => {}
+    }
+    if !reports.last().is_some_and(|r| r.subnet_up) {
+        bail!("the subnet was not up at the end of the run");
+    }
+    Ok(())
 }
 
 fn save_lids(args: &Args, driver: &SimDriver) -> anyhow::Result<()> {
@@ -253,9 +297,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         },
         ..SimConfig::default()
     };
+    let run_for = args
+        .run_for
+        .as_deref()
+        .map(|t| sm_sim::scenario::parse_time(t).map_err(|e| anyhow::anyhow!("--run-for {t}: {e}")))
+        .transpose()?;
     let wall = Instant::now();
     let mut driver = SimDriver::new(&fabric, sm_port, params, lids, cfg);
+    if let Some(path) = &args.scenario {
+        let sc = sm_sim::scenario::Scenario::read(path)?;
+        driver.sim.load_scenario(&sc)?;
+    }
     driver.start();
+    if let Some(limit) = run_for {
+        return replay(&args, &mut driver, limit, wall);
+    }
     // Bring-up runs in fast virtual time.
     let mut last = None;
     let mut failures = 0;
