@@ -5,6 +5,7 @@ pub mod dump;
 pub mod fabric;
 pub mod generate;
 pub mod lid;
+pub mod partitions;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
