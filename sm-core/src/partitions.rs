@@ -25,6 +25,8 @@
 //! - Table order: index 0 holds the default key (or the partition marked `indx0` for the
 //!   port), then the other keys partition by partition in OpenSM's map order (the P_Key with
 //!   its bytes swapped, as OpenSM stores it on little-endian hosts), limited before full.
+//!   With `allow_both_pkeys` only the full default key 0xffff claims index 0; a port that
+//!   is a limited default member has index 0 empty and 0x7fff further on.
 //! - A switch port facing a CA or router gets the CA port's keys packed from index 0, without
 //!   a limited key whose full key is also present, for partition enforcement.
 //!

@@ -90,6 +90,15 @@ fn allow_both_pkeys_matches_opensm() {
 }
 
 #[test]
+fn allow_both_pkeys_leaves_index_0_to_the_full_default_key() {
+    let opts = TableOptions {
+        allow_both_pkeys: true,
+        ..TableOptions::default()
+    };
+    file_case("allow-both-limited", &opts);
+}
+
+#[test]
 fn limited_default_matches_opensm() {
     // The file may demote even the SM's own port.
     file_case("limited-default", &TableOptions::default());
@@ -115,7 +124,7 @@ fn enforcement_off_gives_no_switch_tables() {
 
 #[test]
 fn shipped_example_files_parse() {
-    for f in ["basic", "features", "allow-both", "limited-default"] {
+    for f in ["basic", "features", "allow-both", "allow-both-limited", "limited-default"] {
         let p = Partitions::read(&data(&format!("{f}.conf"))).unwrap();
         assert!(!p.partitions.is_empty(), "{f}");
     }
