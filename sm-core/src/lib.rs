@@ -6,6 +6,7 @@ pub mod fabric;
 pub mod generate;
 pub mod lid;
 pub mod partitions;
+pub mod qos;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};

@@ -411,7 +411,7 @@ fn name_value<'a>(
 }
 
 /// A number as C's `strtoul(s, _, 0)` reads it: `0x` hex, leading-zero octal, else decimal.
-fn c_number(s: &str) -> Option<u64> {
+pub(crate) fn c_number(s: &str) -> Option<u64> {
     let hex = preceded(
         tag_no_case("0x"),
         map_res(hex_digit1, |h: &str| u64::from_str_radix(h, 16)),
