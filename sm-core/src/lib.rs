@@ -1,6 +1,7 @@
 //! The fabric model of `ibsm`: nodes, ports, links and LIDs, and the text formats that
 //! describe them.
 
+pub mod config;
 pub mod dump;
 pub mod fabric;
 pub mod generate;
