@@ -62,11 +62,7 @@ pub struct Config {
 #[serde(deny_unknown_fields, default)]
 pub struct SmConfig {
     /// Port GUID of the local port to run on. Default: unset (the first active port).
-    #[serde(
-        with = "opt_hex64",
-        skip_serializing_if = "Option::is_none",
-        default
-    )]
+    #[serde(with = "opt_hex64", skip_serializing_if = "Option::is_none", default)]
     pub port_guid: Option<u64>,
     /// Directory for state kept across restarts (the `guid2lid` file). Default:
     /// `/var/cache/ibsm`.
@@ -529,22 +525,100 @@ mod tests {
     fn errors_name_file_line_column_and_key() {
         let cases: &[(&str, &str, usize, usize, &str)] = &[
             ("[sm]\nlmc = 8\n", "sm.lmc", 2, 7, "expected 0..=7"),
-            ("[sm]\n\nsmp_timeout_ms = 0\n", "sm.smp_timeout_ms", 3, 18, "at least 1"),
-            ("[sm]\nmax_outstanding_smps = 0\n", "sm.max_outstanding_smps", 2, 24, "at least 1"),
-            ("[sm]\nbogus = 1\n", "sm.bogus", 2, 1, "unknown field `bogus`"),
+            (
+                "[sm]\n\nsmp_timeout_ms = 0\n",
+                "sm.smp_timeout_ms",
+                3,
+                18,
+                "at least 1",
+            ),
+            (
+                "[sm]\nmax_outstanding_smps = 0\n",
+                "sm.max_outstanding_smps",
+                2,
+                24,
+                "at least 1",
+            ),
+            (
+                "[sm]\nbogus = 1\n",
+                "sm.bogus",
+                2,
+                1,
+                "unknown field `bogus`",
+            ),
             ("[smm]\n", "smm", 1, 2, "unknown field `smm`"),
-            ("[sm]\nlmc = \"one\"\n", "sm.lmc", 2, 7, "invalid type: string"),
-            ("[sm]\nmax_op_vls = 0\n", "sm.max_op_vls", 2, 14, "expected 1..=5"),
-            ("[sm]\nforce_link_speed = 9\n", "sm.force_link_speed", 2, 20, "0..=7 or 15"),
-            ("[routing]\nengines = []\n", "routing.engines", 2, 11, "at least one"),
-            ("[routing]\nengines = [\"minhop\", \"fast\"]\n", "routing.engines", 2, 11, "unknown routing engine \"fast\""),
-            ("[partitions]\nenforcement = \"inout\"\n", "partitions.enforcement", 2, 15, "unknown variant"),
+            (
+                "[sm]\nlmc = \"one\"\n",
+                "sm.lmc",
+                2,
+                7,
+                "invalid type: string",
+            ),
+            (
+                "[sm]\nmax_op_vls = 0\n",
+                "sm.max_op_vls",
+                2,
+                14,
+                "expected 1..=5",
+            ),
+            (
+                "[sm]\nforce_link_speed = 9\n",
+                "sm.force_link_speed",
+                2,
+                20,
+                "0..=7 or 15",
+            ),
+            (
+                "[routing]\nengines = []\n",
+                "routing.engines",
+                2,
+                11,
+                "at least one",
+            ),
+            (
+                "[routing]\nengines = [\"minhop\", \"fast\"]\n",
+                "routing.engines",
+                2,
+                11,
+                "unknown routing engine \"fast\"",
+            ),
+            (
+                "[partitions]\nenforcement = \"inout\"\n",
+                "partitions.enforcement",
+                2,
+                15,
+                "unknown variant",
+            ),
             ("[qos]\nsl2vl = \"0,1\"\n", "qos.sl2vl", 2, 9, "2 VLs given"),
-            ("[qos.swe]\nvlarb_low = \"0:4,16:1\"\n", "qos.swe.vlarb_low", 2, 13, "entry 2 (column 5)"),
+            (
+                "[qos.swe]\nvlarb_low = \"0:4,16:1\"\n",
+                "qos.swe.vlarb_low",
+                2,
+                13,
+                "entry 2 (column 5)",
+            ),
             ("[qos]\nmax_vls = 16\n", "qos.max_vls", 2, 11, "1..=15"),
-            ("[dump]\nwrite = [\"lfts\", \"all\"]\n", "dump.write[1]", 2, 18, "unknown variant `all`"),
-            ("[log]\nlevel = \"loud\"\n", "log.level", 2, 9, "unknown variant `loud`"),
-            ("[partitions]\nfile = \"p.conf\"\n  text = \"A=1:ALL;\"\n", "partitions.text", 3, 3, "not both"),
+            (
+                "[dump]\nwrite = [\"lfts\", \"all\"]\n",
+                "dump.write[1]",
+                2,
+                18,
+                "unknown variant `all`",
+            ),
+            (
+                "[log]\nlevel = \"loud\"\n",
+                "log.level",
+                2,
+                9,
+                "unknown variant `loud`",
+            ),
+            (
+                "[partitions]\nfile = \"p.conf\"\n  text = \"A=1:ALL;\"\n",
+                "partitions.text",
+                3,
+                3,
+                "not both",
+            ),
         ];
         for &(text, key, line, column, what) in cases {
             let e = parse(text).unwrap_err();
@@ -552,7 +626,10 @@ mod tests {
             assert_eq!(e.key.as_deref(), Some(key), "{text:?}: {msg}");
             assert_eq!((e.line, e.column), (line, column), "{text:?}: {msg}");
             assert!(msg.contains(what), "{text:?}: {msg}");
-            assert!(msg.starts_with(&format!("ibsm.toml:{line}:{column}: {key}: ")), "{msg}");
+            assert!(
+                msg.starts_with(&format!("ibsm.toml:{line}:{column}: {key}: ")),
+                "{msg}"
+            );
         }
     }
 
@@ -582,9 +659,16 @@ mod tests {
         assert_eq!(p.partitions.len(), 1);
         let c = parse("[partitions]\ntext = \"A=0x10 : BAD ;\"\n").unwrap();
         let e = c.partitions.load(Path::new("ibsm.toml")).unwrap_err();
-        assert!(e.to_string().starts_with("ibsm.toml [partitions].text:1:10:"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("ibsm.toml [partitions].text:1:10:"),
+            "{e}"
+        );
         let p = Config::default().partitions.load(Path::new("x")).unwrap();
         assert!(!p.from_file);
-        assert_eq!(Config::default().partitions.table_options(), TableOptions::default());
+        assert_eq!(
+            Config::default().partitions.table_options(),
+            TableOptions::default()
+        );
     }
 }

@@ -102,7 +102,9 @@ pub enum PartitionErrorKind {
     BadPKey { value: String, why: &'static str },
     #[error("bad port GUID \"{0}\"")]
     BadGuid(String),
-    #[error("unknown member \"{0}\" (expected a port GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF or NONE)")]
+    #[error(
+        "unknown member \"{0}\" (expected a port GUID, ALL, ALL_CAS, ALL_SWITCHES, ALL_ROUTERS, SELF or NONE)"
+    )]
     UnknownMember(String),
     #[error("bad membership \"{0}\" (expected full, limited or both)")]
     BadMembership(String),
@@ -351,7 +353,9 @@ impl Partitions {
 
     /// The partition with this P_Key (membership bit ignored).
     pub fn get(&self, pkey: PKey) -> Option<&Partition> {
-        self.partitions.iter().find(|p| p.pkey.base() == pkey.base())
+        self.partitions
+            .iter()
+            .find(|p| p.pkey.base() == pkey.base())
     }
 
     /// The partition with this name.
@@ -407,7 +411,13 @@ fn name_value<'a>(
     name_stops: &'static str,
     value_stops: &'static str,
 ) -> impl Fn(&'a str) -> Res<'a, (&'a str, Option<&'a str>)> {
-    move |i: &'a str| (field(name_stops), opt(preceded(char('='), field(value_stops)))).parse(i)
+    move |i: &'a str| {
+        (
+            field(name_stops),
+            opt(preceded(char('='), field(value_stops))),
+        )
+            .parse(i)
+    }
 }
 
 /// A number as C's `strtoul(s, _, 0)` reads it: `0x` hex, leading-zero octal, else decimal.
@@ -563,10 +573,9 @@ impl<'a> Parser_<'a> {
             match flag {
                 "ipoib" | "indx0" => {
                     if let Some(v) = value {
-                        return Err(self.err(
-                            v,
-                            PartitionErrorKind::UnexpectedValue { flag: flag.into() },
-                        ));
+                        return Err(
+                            self.err(v, PartitionErrorKind::UnexpectedValue { flag: flag.into() })
+                        );
                     }
                     if flag == "ipoib" {
                         f.ipoib = true;
@@ -679,9 +688,11 @@ impl<'a> Parser_<'a> {
             Some(t) => (self.pkey(t)?, false),
             None => match self.named(name) {
                 Some(p) => (p, false),
-                None => (self.generate().ok_or_else(|| {
-                    self.err(at_name, PartitionErrorKind::PKeysExhausted)
-                })?, true),
+                None => (
+                    self.generate()
+                        .ok_or_else(|| self.err(at_name, PartitionErrorKind::PKeysExhausted))?,
+                    true,
+                ),
             },
         };
         if !name.is_empty() {
@@ -690,7 +701,10 @@ impl<'a> Parser_<'a> {
                     if !self.parts.iter().any(|p| p.name == name) {
                         return Err(self.err(at_name, PartitionErrorKind::DefaultName));
                     }
-                    let first = self.by_pkey.get(&other.0).map_or(0, |&i| self.parts[i].lines[0]);
+                    let first = self
+                        .by_pkey
+                        .get(&other.0)
+                        .map_or(0, |&i| self.parts[i].lines[0]);
                     return Err(self.err(
                         at_name,
                         PartitionErrorKind::DuplicateName {
@@ -870,9 +884,7 @@ impl<'a> Parser_<'a> {
                 },
             )
         };
-        let addr: Ipv6Addr = v
-            .parse()
-            .map_err(|_| bad("not an IPv6-style GID".into()))?;
+        let addr: Ipv6Addr = v.parse().map_err(|_| bad("not an IPv6-style GID".into()))?;
         let mut mgid = Gid(addr.octets());
         if mgid.0[0] != 0xff {
             return Err(bad("a multicast GID starts with ff".into()));
@@ -909,7 +921,7 @@ impl<'a> Parser_<'a> {
             }
             if g.rate != flags.group.rate || g.mtu != flags.group.mtu {
                 return Err(bad(
-                    "an IP group must have its partition's rate and MTU".into(),
+                    "an IP group must have its partition's rate and MTU".into()
                 ));
             }
             mgid.0[4..6].copy_from_slice(&(pkey.0 | 0x8000).to_be_bytes());
@@ -967,7 +979,9 @@ fn skip_blank(mut i: &str) -> &str {
 
 /// How switches enforce partitions on ports facing CAs and routers (OpenSM's
 /// `part_enforce`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Enforcement {
     /// Check inbound and outbound packets (OpenSM's default).
@@ -1296,7 +1310,10 @@ mod tests {
         assert_eq!(s.pkey, PKey(0x10));
         assert_eq!(s.sl, Sl(2));
         let b = s.broadcast.as_ref().unwrap();
-        assert_eq!(b.mgid.to_string(), "ff12:401b:8010:0000:0000:0000:ffff:ffff");
+        assert_eq!(
+            b.mgid.to_string(),
+            "ff12:401b:8010:0000:0000:0000:ffff:ffff"
+        );
         assert_eq!(b.flags.mtu, Mtu::Mtu4096);
         assert_eq!(b.flags.rate, Rate::Gbps40);
         assert_eq!(b.flags.q_key, 0x1234);
@@ -1346,7 +1363,10 @@ mod tests {
         assert_eq!(p.by_name("B").unwrap().pkey, PKey(2));
         // C's explicit 0x2 is taken by the generated B.
         let e = fail("A : SELF ; B : SELF ; C=0x2 : SELF ;");
-        assert!(matches!(e.kind, PartitionErrorKind::DuplicatePKey { .. }), "{e}");
+        assert!(
+            matches!(e.kind, PartitionErrorKind::DuplicatePKey { .. }),
+            "{e}"
+        );
         assert_eq!(p.partitions.len(), 4);
     }
 
@@ -1371,7 +1391,10 @@ mod tests {
         let d = &p.partitions[0];
         assert_eq!(d.mgroups.len(), 3);
         let ip = &d.mgroups[0];
-        assert_eq!(ip.mgid.to_string(), "ff12:401b:ffff:0000:0000:0000:0000:0707");
+        assert_eq!(
+            ip.mgid.to_string(),
+            "ff12:401b:ffff:0000:0000:0000:0000:0707"
+        );
         assert_eq!(ip.flags.q_key, IPOIB_BROADCAST_Q_KEY);
         assert_eq!(ip.flags.sl, Sl(1));
         assert_eq!(ip.line, 2);
@@ -1395,7 +1418,12 @@ mod tests {
             ("A=0x1 ALL ;", 1, 11, "expected ':'"),
             ("A=0x1 # c : ALL ;", 1, 7, "expected ':'"),
             ("A=0x1 : ALL\nB=0x2 : SELF ;", 2, 7, "is the ';' missing"),
-            ("A=0x1,bogus : ALL ;", 1, 7, "unknown partition flag \"bogus\""),
+            (
+                "A=0x1,bogus : ALL ;",
+                1,
+                7,
+                "unknown partition flag \"bogus\"",
+            ),
             ("A=0x1,ipo : ALL ;", 1, 7, "unknown partition flag \"ipo\""),
             ("A=0x1,mtu=9 : ALL ;", 1, 11, "flag mtu: bad value \"9\""),
             ("A=0x1,mtu : ALL ;", 1, 7, "flag mtu needs a value"),
@@ -1412,17 +1440,47 @@ mod tests {
             ("A=1 : ALLCAS ;", 1, 7, "unknown member \"ALLCAS\""),
             ("A=1 : ALL=fool ;", 1, 11, "bad membership \"fool\""),
             ("A=1 : ALL= ;", 1, 11, "bad membership \"\""),
-            ("A=1 : ALL ;\n  A=2 : SELF ;", 2, 3, "already has P_Key 0x0001"),
-            ("A=1 : ALL ;\nB=0x8001 : SELF ;", 2, 1, "already belongs to partition \"A\""),
-            ("Default=0x10 : ALL ;", 1, 1, "belongs to the default partition"),
-            ("P=0x10: mgid=ff15::1, ALL;", 1, 23, "unknown multicast group flag \"ALL\""),
+            (
+                "A=1 : ALL ;\n  A=2 : SELF ;",
+                2,
+                3,
+                "already has P_Key 0x0001",
+            ),
+            (
+                "A=1 : ALL ;\nB=0x8001 : SELF ;",
+                2,
+                1,
+                "already belongs to partition \"A\"",
+            ),
+            (
+                "Default=0x10 : ALL ;",
+                1,
+                1,
+                "belongs to the default partition",
+            ),
+            (
+                "P=0x10: mgid=ff15::1, ALL;",
+                1,
+                23,
+                "unknown multicast group flag \"ALL\"",
+            ),
             ("A=1 : mgid=fe80::1 ;", 1, 12, "starts with ff"),
             ("A=1 : mgid=ff12::g ;", 1, 12, "IPv6"),
             ("A=1 : mgid= ;", 1, 7, "needs a value"),
-            ("A=1 : mgid=ff12::1,foo=1 ;", 1, 20, "unknown multicast group flag"),
+            (
+                "A=1 : mgid=ff12::1,foo=1 ;",
+                1,
+                20,
+                "unknown multicast group flag",
+            ),
             ("A=1 : mgid=ff12:401b:8002::1 ;", 1, 12, "P_Key bits"),
             ("A=1 : mgid=ff12:401b::1,rate=6 ;", 1, 12, "rate and MTU"),
-            ("A=1 : mgid=ff12::1\n mgid=ff12::1 ;", 2, 2, "already defined on line 1"),
+            (
+                "A=1 : mgid=ff12::1\n mgid=ff12::1 ;",
+                2,
+                2,
+                "already defined on line 1",
+            ),
             ("\n\n   ;", 3, 4, "expected ':'"),
         ];
         for &(text, line, column, what) in cases {
@@ -1430,7 +1488,10 @@ mod tests {
             let msg = e.to_string();
             assert!(msg.contains(what), "{text:?}: {msg}");
             assert_eq!((e.line, e.column), (line, column), "{text:?}: {msg}");
-            assert!(msg.starts_with(&format!("p.conf:{line}:{column}: ")), "{msg}");
+            assert!(
+                msg.starts_with(&format!("p.conf:{line}:{column}: ")),
+                "{msg}"
+            );
         }
     }
 

@@ -33,9 +33,11 @@ pub const DEFAULT_MAX_VLS: u8 = 15;
 /// OpenSM's default `qos_high_limit`.
 pub const DEFAULT_HIGH_LIMIT: u8 = 0;
 /// OpenSM's default `qos_vlarb_high`.
-pub const DEFAULT_VLARB_HIGH: &str = "0:4,1:0,2:0,3:0,4:0,5:0,6:0,7:0,8:0,9:0,10:0,11:0,12:0,13:0,14:0";
+pub const DEFAULT_VLARB_HIGH: &str =
+    "0:4,1:0,2:0,3:0,4:0,5:0,6:0,7:0,8:0,9:0,10:0,11:0,12:0,13:0,14:0";
 /// OpenSM's default `qos_vlarb_low`.
-pub const DEFAULT_VLARB_LOW: &str = "0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4";
+pub const DEFAULT_VLARB_LOW: &str =
+    "0:0,1:4,2:4,3:4,4:4,5:4,6:4,7:4,8:4,9:4,10:4,11:4,12:4,13:4,14:4";
 /// OpenSM's default `qos_sl2vl`.
 pub const DEFAULT_SL2VL: &str = "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7";
 /// Entries a VL arbitration table (high or low) holds at most.
@@ -222,7 +224,10 @@ macro_rules! string_serde {
         }
     };
 }
-string_serde!(VlArbTable, "a VL arbitration table \"vl:weight,vl:weight,...\"");
+string_serde!(
+    VlArbTable,
+    "a VL arbitration table \"vl:weight,vl:weight,...\""
+);
 string_serde!(Sl2Vl, "16 comma-separated VLs, one per SL");
 
 fn max_vls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
@@ -359,8 +364,14 @@ impl QosOptions {
         QosSet {
             max_vls: o.max_vls.unwrap_or(self.max_vls),
             high_limit: o.high_limit.unwrap_or(self.high_limit),
-            vlarb_high: o.vlarb_high.clone().unwrap_or_else(|| self.vlarb_high.clone()),
-            vlarb_low: o.vlarb_low.clone().unwrap_or_else(|| self.vlarb_low.clone()),
+            vlarb_high: o
+                .vlarb_high
+                .clone()
+                .unwrap_or_else(|| self.vlarb_high.clone()),
+            vlarb_low: o
+                .vlarb_low
+                .clone()
+                .unwrap_or_else(|| self.vlarb_low.clone()),
             sl2vl: o.sl2vl.unwrap_or(self.sl2vl),
         }
     }
@@ -531,7 +542,9 @@ impl QosTables {
         }
         let first = block.first_entry();
         let end = entries.len().min(first + n);
-        Some(vl_arb::Repr::from_entries(entries.get(first..end).unwrap_or(&[])))
+        Some(vl_arb::Repr::from_entries(
+            entries.get(first..end).unwrap_or(&[]),
+        ))
     }
 }
 
@@ -599,7 +612,10 @@ mod tests {
         let mut o = QosOptions::default();
         assert_eq!(o.set_opensm("qos_high_limit", "6"), Ok(true));
         assert_eq!(o.set_opensm("qos_ca_vlarb_low", "0:0,1:64"), Ok(true));
-        assert_eq!(o.set_opensm("qos_swe_sl2vl", "0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,15"), Ok(true));
+        assert_eq!(
+            o.set_opensm("qos_swe_sl2vl", "0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,15"),
+            Ok(true)
+        );
         assert_eq!(o.set_opensm("qos_rtr_high_limit", "255"), Ok(true));
         assert_eq!(o.set_opensm("qos", "TRUE"), Ok(true));
         assert_eq!(o.set_opensm("sm_priority", "1"), Ok(false));
@@ -609,11 +625,17 @@ mod tests {
         assert!(o.enabled);
         let ca = o.resolve(PortKind::Ca);
         assert_eq!(ca.high_limit, 6);
-        assert_eq!(ca.vlarb_low.entries(), &[Entry::new(0, 0), Entry::new(1, 64)]);
+        assert_eq!(
+            ca.vlarb_low.entries(),
+            &[Entry::new(0, 0), Entry::new(1, 64)]
+        );
         assert_eq!(ca.sl2vl, Sl2Vl::default());
         assert_eq!(o.resolve(PortKind::Router).high_limit, 255);
         assert_eq!(o.resolve(PortKind::SwitchExternal).sl2vl.0[15], 15);
-        assert_eq!(o.resolve(PortKind::SwitchPort0), o.resolve(PortKind::SwitchPort0));
+        assert_eq!(
+            o.resolve(PortKind::SwitchPort0),
+            o.resolve(PortKind::SwitchPort0)
+        );
     }
 
     #[test]
@@ -626,7 +648,10 @@ mod tests {
         assert_eq!(o.ca.vlarb_high.as_ref().unwrap().entries().len(), 1);
         let e = QosOptions::from_opensm_conf("\nqos_sl2vl 0,1\n", Path::new("o.conf")).unwrap_err();
         assert_eq!((e.line, e.option.as_str()), (2, "qos_sl2vl"));
-        assert!(e.to_string().starts_with("o.conf:2: qos_sl2vl: entry 2"), "{e}");
+        assert!(
+            e.to_string().starts_with("o.conf:2: qos_sl2vl: entry 2"),
+            "{e}"
+        );
         let e = QosOptions::from_opensm_conf("qos_xx 1\n", Path::new("o.conf")).unwrap_err();
         assert!(e.to_string().contains("unknown QoS option"), "{e}");
     }
@@ -652,11 +677,17 @@ mod tests {
 
     #[test]
     fn vlarb_blocks_follow_the_port_caps() {
-        let mut o = QosOptions::default();
-        o.vlarb_low = VlArbTable::parse(&vec!["1:1"; 40].join(",")).unwrap();
+        let o = QosOptions {
+            vlarb_low: VlArbTable::parse(&vec!["1:1"; 40].join(",")).unwrap(),
+            ..QosOptions::default()
+        };
         let t = tables(&o, PortKind::Ca, VlCap::Vl0To7);
         let b = t.vlarb_block(Block::Low0To31, 40, 8).unwrap();
-        assert!(b.vl_arbitration_table.iter().all(|e| *e == Entry::new(1, 1)));
+        assert!(
+            b.vl_arbitration_table
+                .iter()
+                .all(|e| *e == Entry::new(1, 1))
+        );
         let b = t.vlarb_block(Block::Low32To63, 40, 8).unwrap();
         assert_eq!(b.vl_arbitration_table[7], Entry::new(1, 1));
         assert_eq!(b.vl_arbitration_table[8], Entry::default());
@@ -672,7 +703,10 @@ mod tests {
         use VlCap::*;
         assert_eq!(operational_vls(Vl0To14, Some(Vl0To7), 5), Vl0To7);
         assert_eq!(operational_vls(Vl0To3, Some(Vl0To14), 5), Vl0To3);
-        assert_eq!(operational_vls(Vl0To14, Some(Vl0To14), DEFAULT_MAX_OP_VLS), Vl0To14);
+        assert_eq!(
+            operational_vls(Vl0To14, Some(Vl0To14), DEFAULT_MAX_OP_VLS),
+            Vl0To14
+        );
         assert_eq!(operational_vls(Vl0To14, Some(Vl0To14), 3), Vl0To3);
         assert_eq!(operational_vls(Vl0To14, None, 4), Vl0To7);
         assert_eq!(operational_vls(Unknown(0), Some(Vl0To14), 5), Vl0);

@@ -54,7 +54,8 @@ fn example_shows_every_option() {
         "[qos.ca]",
     ] {
         assert!(
-            text.lines().any(|l| l.starts_with(&format!("# {optional}"))),
+            text.lines()
+                .any(|l| l.starts_with(&format!("# {optional}"))),
             "{optional} is not shown commented out"
         );
     }

@@ -43,7 +43,11 @@ fn lines(t: &PKeyTables) -> (BTreeSet<String>, BTreeSet<String>) {
 fn compare(case: &str, parts: &Partitions, opts: &TableOptions) {
     let fabric = read_topology(&data("net.pk")).unwrap().fabric;
     let ours = pkey_tables_with(parts, &fabric, SM_PORT, opts);
-    assert!(ours.unknown_guids.is_empty(), "{case}: {:?}", ours.unknown_guids);
+    assert!(
+        ours.unknown_guids.is_empty(),
+        "{case}: {:?}",
+        ours.unknown_guids
+    );
     let (end, sw) = lines(&ours);
     let text = std::fs::read_to_string(data(&format!("{case}.expected"))).unwrap();
     let theirs_end: BTreeSet<String> = text
@@ -58,7 +62,10 @@ fn compare(case: &str, parts: &Partitions, opts: &TableOptions) {
         .filter(|l| l.starts_with("switch ") && !l.ends_with(": 0xffff"))
         .map(str::to_string)
         .collect();
-    let ours_sw: BTreeSet<String> = sw.into_iter().filter(|l| !l.ends_with(": 0xffff")).collect();
+    let ours_sw: BTreeSet<String> = sw
+        .into_iter()
+        .filter(|l| !l.ends_with(": 0xffff"))
+        .collect();
     assert_eq!(ours_sw, theirs_sw, "{case}: switch port tables");
     assert_eq!(ours.switch_ports.len(), 5, "{case}: one per CA port");
 }
@@ -124,7 +131,13 @@ fn enforcement_off_gives_no_switch_tables() {
 
 #[test]
 fn shipped_example_files_parse() {
-    for f in ["basic", "features", "allow-both", "allow-both-limited", "limited-default"] {
+    for f in [
+        "basic",
+        "features",
+        "allow-both",
+        "allow-both-limited",
+        "limited-default",
+    ] {
         let p = Partitions::read(&data(&format!("{f}.conf"))).unwrap();
         assert!(!p.partitions.is_empty(), "{f}");
     }

@@ -94,7 +94,8 @@ fn flag() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("ipoib".to_string()),
         Just("indx0".to_string()),
-        prop::sample::select(vec!["full", "limited", "both"]).prop_map(|m| format!("defmember={m}")),
+        prop::sample::select(vec!["full", "limited", "both"])
+            .prop_map(|m| format!("defmember={m}")),
         (1..=5u8).prop_map(|v| format!("mtu={v}")),
         (2..=24u8).prop_map(|v| format!("rate={v}")),
         (0..=15u8).prop_map(|v| format!("sl={v}")),

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use sm_core::fabric::NodeKind;
 use sm_core::qos::{DEFAULT_MAX_OP_VLS, PortKind, QosOptions, operational_vls, tables};
 use sm_core::read_topology;
+use sm_mad::Guid;
 use sm_mad::port_info::VlCap;
 use sm_mad::vl_arb::{Block, Entry};
-use sm_mad::Guid;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
