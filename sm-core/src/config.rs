@@ -188,8 +188,9 @@ impl Default for RoutingConfig {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PartitionsConfig {
-    /// An OpenSM `partitions.conf` file. Default: unset (with `text` unset too, every port
-    /// is a full member of the default partition, as OpenSM does without a file).
+    /// An OpenSM `partitions.conf` file; a missing file is an error (OpenSM would fall back
+    /// to its no-file behaviour). Default: unset (with `text` unset too, every port is a
+    /// full member of the default partition, as OpenSM does without a file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
     /// The same grammar inline, instead of `file`. Default: unset.
@@ -457,8 +458,13 @@ mod hex64 {
                 f.write_str("a 64-bit number as a string (\"0x...\") or a non-negative integer")
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<u64, E> {
-                crate::partitions::c_number(s.trim())
-                    .ok_or_else(|| E::invalid_value(Unexpected::Str(s), &self))
+                // No C octal here: "00021234" would silently be another GUID.
+                let t = s.trim();
+                let n = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => t.parse(),
+                };
+                n.map_err(|_| E::invalid_value(Unexpected::Str(s), &self))
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
                 Ok(v)
@@ -515,6 +521,8 @@ mod tests {
         assert_eq!(c.sm.port_guid, Some(0x0002_c903_0000_1234));
         assert_eq!(c.sm.m_key, u64::MAX);
         assert_eq!(c.sm.sm_key, 7);
+        let c = parse("[sm]\nsm_key = \"0010\"\n").unwrap();
+        assert_eq!(c.sm.sm_key, 10);
         let e = parse("[sm]\nm_key = \"0xfg\"\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("sm.m_key"));
         let e = parse("[sm]\nm_key = -1\n").unwrap_err();

@@ -29,6 +29,8 @@
 //!   is a limited default member has index 0 empty and 0x7fff further on.
 //! - A switch port facing a CA or router gets the CA port's keys packed from index 0, without
 //!   a limited key whose full key is also present, for partition enforcement.
+//! - Member GUIDs not in the fabric are skipped (reported in [`PKeyTables::unknown_guids`]);
+//!   OpenSM drops a partition left without members, and its multicast groups with it.
 //!
 //! # Where we differ
 //! OpenSM logs and skips what it does not understand, and falls back to "everyone full in
@@ -337,7 +339,7 @@ impl Partitions {
 
     /// Parses partitions text; `file` names it in errors.
     pub fn parse(text: &str, file: &Path) -> Result<Partitions, PartitionError> {
-        Parser_::new(text, file).run()
+        Reader::new(text, file).run()
     }
 
     /// Reads and parses a partitions file.
@@ -468,8 +470,7 @@ struct DefFlags {
     group: GroupFlags,
 }
 
-#[allow(non_camel_case_types)]
-struct Parser_<'a> {
+struct Reader<'a> {
     text: &'a str,
     file: PathBuf,
     line_starts: Vec<usize>,
@@ -480,11 +481,11 @@ struct Parser_<'a> {
     mgids: FxHashMap<Gid, usize>,
 }
 
-impl<'a> Parser_<'a> {
+impl<'a> Reader<'a> {
     fn new(text: &'a str, file: &Path) -> Self {
         let mut line_starts = vec![0];
         line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
-        Parser_ {
+        Reader {
             text,
             file: file.to_path_buf(),
             line_starts,
@@ -1482,6 +1483,8 @@ mod tests {
                 "already defined on line 1",
             ),
             ("\n\n   ;", 3, 4, "expected ':'"),
+            ("\nA=0x1", 2, 6, "expected ':'"),
+            ("A=1 : SELF ;\nB", 2, 2, "expected ':'"),
         ];
         for &(text, line, column, what) in cases {
             let e = fail(text);

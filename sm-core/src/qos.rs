@@ -248,17 +248,22 @@ fn opt_max_vls<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u8>, D::
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct QosPortOptions {
+    /// Default: unset (the common `max_vls`).
     #[serde(
         skip_serializing_if = "Option::is_none",
         deserialize_with = "opt_max_vls"
     )]
     pub max_vls: Option<u8>,
+    /// Default: unset (the common `high_limit`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub high_limit: Option<u8>,
+    /// Default: unset (the common `vlarb_high`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vlarb_high: Option<VlArbTable>,
+    /// Default: unset (the common `vlarb_low`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vlarb_low: Option<VlArbTable>,
+    /// Default: unset (the common `sl2vl`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sl2vl: Option<Sl2Vl>,
 }
