@@ -1,10 +1,13 @@
 //! The fabric model of `ibsm`: nodes, ports, links and LIDs, and the text formats that
 //! describe them.
 
+pub mod config;
 pub mod dump;
 pub mod fabric;
 pub mod generate;
 pub mod lid;
+pub mod partitions;
+pub mod qos;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
