@@ -1,4 +1,5 @@
 //! The `ibsm` subnet manager: the sans-IO core, and the shells that drive it.
 
+pub mod config;
 pub mod core;
 pub mod transport;

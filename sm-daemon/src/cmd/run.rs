@@ -9,7 +9,7 @@ use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
-use sm_daemon::core::{Event, Params, SweepReport};
+use sm_daemon::core::{Event, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_sim::SimConfig;
 
@@ -35,13 +35,17 @@ pub(crate) struct Args {
     /// Print the sweep report: text or json.
     #[arg(long, value_name = "FORMAT")]
     report: Option<String>,
-    /// Routing engine chain, e.g. `ftree,updn,minhop`.
-    #[arg(long, default_value = "minhop")]
-    routing: String,
-    /// LMC: 2^LMC LIDs per CA port.
-    #[arg(long, default_value_t = 0)]
-    lmc: u8,
+    /// The TOML configuration (see ibsm.example.toml); flags below override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Routing engine chain, e.g. `ftree,updn,minhop` (default: minhop).
+    #[arg(long)]
+    routing: Option<String>,
+    /// LMC: 2^LMC LIDs per CA port (default 0).
+    #[arg(long)]
+    lmc: Option<u8>,
     /// Where the LID store (`guid2lid`) lives; loaded at start, saved when LIDs change.
+    /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
     state_dir: Option<PathBuf>,
     /// Write `opensm-lfts.dump`, `opensm-subnet.lst` and `guid2lid` here after each sweep.
@@ -78,6 +82,9 @@ struct Report {
     mads_retried: u64,
     mads_lost: u64,
     lft_blocks_sent: u64,
+    port_info_sets: u64,
+    pkey_blocks_sent: u64,
+    qos_sets: u64,
     sweep_ms: f64,
     discovery_ms: f64,
     routing_ms: f64,
@@ -103,6 +110,9 @@ impl Report {
             mads_retried: r.mads_retried,
             mads_lost: r.mads_lost,
             lft_blocks_sent: r.lft_blocks_sent,
+            port_info_sets: r.port_info_sets,
+            pkey_blocks_sent: r.pkey_blocks_sent,
+            qos_sets: r.qos_sets,
             sweep_ms: ms(r.sweep_ns),
             discovery_ms: ms(r.discovery_ns),
             routing_ms: ms(r.routing_ns),
@@ -264,30 +274,43 @@ fn write_dumps(dir: &Path, driver: &SimDriver) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let Some(topo) = &args.sim else {
+pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
+    let Some(topo) = args.sim.clone() else {
         bail!("ibsm run needs a fabric: --sim [TOPO] (the kernel umad transport is not built yet)");
     };
     if !(0.0..=1.0).contains(&args.loss) {
         bail!("--loss {} is not a fraction between 0 and 1", args.loss);
     }
-    if args.lmc > 7 {
-        bail!("--lmc {} is out of range 0..=7", args.lmc);
+    let (mut cfg_file, cfg_path) = match &args.config {
+        Some(p) => (sm_core::config::Config::load(p)?, p.clone()),
+        None => (
+            sm_core::config::Config::default(),
+            PathBuf::from("<defaults>"),
+        ),
+    };
+    if let Some(r) = &args.routing {
+        for name in r.split(',').map(str::trim) {
+            sm_routing::engine(name).with_context(|| format!("--routing {r}"))?;
+        }
+        cfg_file.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
     }
-    for name in args.routing.split(',').map(str::trim) {
-        sm_routing::engine(name).with_context(|| format!("--routing {}", args.routing))?;
+    if let Some(l) = args.lmc {
+        if l > 7 {
+            bail!("--lmc {l} is out of range 0..=7");
+        }
+        cfg_file.sm.lmc = l;
     }
-    let fabric = load_topology(topo)?;
+    if args.state_dir.is_none() && args.config.is_some() {
+        args.state_dir = Some(cfg_file.sm.state_dir.clone());
+    }
+    let mut params = sm_daemon::config::params(&cfg_file, &cfg_path)
+        .with_context(|| format!("configuration {}", cfg_path.display()))?;
+    params.stopwatch = Some(monotonic_ns);
+    let fabric = load_topology(&topo)?;
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
     let lids = match &args.state_dir {
         Some(d) => LidStore::load(&d.join("guid2lid"))?,
         None => LidStore::new(),
-    };
-    let params = Params {
-        lmc: args.lmc,
-        routing: args.routing.clone(),
-        stopwatch: Some(monotonic_ns),
-        ..Params::default()
     };
     let cfg = SimConfig {
         seed: args.seed,

@@ -20,11 +20,13 @@ use std::collections::{HashMap, VecDeque};
 use sm_core::dump::Lfts;
 use sm_core::fabric::{Fabric, NodeKind, NodeSpec, Speed};
 use sm_core::lid::LidStore;
+use sm_core::partitions::{Partitions, TableOptions, pkey_tables_with};
+use sm_core::qos::{self, PortKind, QosOptions};
 use sm_mad::port_info::{self, Mtu, PhysPortState, PortState, VlCap};
 use sm_mad::smp::{self, Route};
 use sm_mad::{
-    Guid, Lid, MadStatus, Method, MgmtClass, Tid, attr, lft, mad, node_description, node_info,
-    notice, switch_info,
+    Guid, Lid, MadStatus, Method, MgmtClass, PortNum, Tid, attr, lft, mad, node_description,
+    node_info, notice, sl2vl, switch_info, vl_arb,
 };
 use sm_routing::{Options as RouteOptions, Topo};
 
@@ -54,10 +56,18 @@ pub struct Params {
     pub subnet_timeout: u8,
     /// SwitchInfo.LifeTimeValue.
     pub switch_life_time: u8,
+    /// PortInfo.HOQLife on switch-to-switch ports and on switch ports facing end nodes.
+    pub hoq_life: u8,
+    pub leaf_hoq_life: u8,
     /// Wall-clock reader used only to report how long routing took; `None` in virtual time.
     pub stopwatch: Option<fn() -> Nanos>,
     /// Wait before sweeping again after a sweep that did not bring the subnet up.
     pub retry_backoff: Nanos,
+    /// Partitions (OpenSM's behaviour without a file when none is configured).
+    pub partitions: Partitions,
+    pub pkey_options: TableOptions,
+    /// QoS options; SL-to-VL and VL arbitration tables are programmed when enabled.
+    pub qos: QosOptions,
 }
 
 impl Default for Params {
@@ -76,8 +86,13 @@ impl Default for Params {
             max_op_vls: 5,
             subnet_timeout: 18,
             switch_life_time: 18,
+            hoq_life: 18,
+            leaf_hoq_life: 16,
             stopwatch: None,
             retry_backoff: 100_000_000,
+            partitions: Partitions::no_file(),
+            pkey_options: TableOptions::default(),
+            qos: QosOptions::default(),
         }
     }
 }
@@ -104,6 +119,8 @@ pub struct SweepReport {
     pub port_info_sets: u64,
     pub switch_info_sets: u64,
     pub lft_blocks_sent: u64,
+    pub pkey_blocks_sent: u64,
+    pub qos_sets: u64,
     pub port_state_sets: u64,
     pub discovery_ns: Nanos,
     pub programming_ns: Nanos,
@@ -193,6 +210,11 @@ enum Purpose {
         block: u16,
         data: [u8; 64],
     },
+    /// P_Key, SL2VL or VLArb block: remembered under [`TableKey`].
+    SetTable {
+        key: TableKey,
+        data: [u8; 64],
+    },
     LightSwitchInfo,
 }
 
@@ -203,6 +225,9 @@ struct Discovery {
     own: Option<(usize, u8)>,
 }
 
+/// A table block a node holds: (node GUID, port addressed, attribute id, modifier).
+type TableKey = (Guid, u8, u16, u32);
+
 /// A Set to send: why, attribute id and modifier, directed route, data.
 type PlannedSet = (Purpose, u16, u32, Vec<u8>, [u8; 64]);
 
@@ -211,6 +236,7 @@ enum Stage {
     PortInfo,
     SwitchInfo,
     Lft,
+    Tables,
     Armed,
     Active,
 }
@@ -225,6 +251,8 @@ struct Program {
     lfts: HashMap<usize, Vec<u8>>,
     /// Desired fields per (node, port): lid, lmc, neighbour MTU, operational VLs.
     desired: HashMap<(usize, u8), port_info::Repr>,
+    /// P_Key, SL2VL and VLArb blocks: (node, port, attribute, modifier, data).
+    tables: Vec<(usize, u8, u16, u32, [u8; 64])>,
 }
 
 #[derive(Debug)]
@@ -256,6 +284,8 @@ pub struct Sm {
     lft_shadow: HashMap<Guid, Vec<u8>>,
     /// LinearFDBTop we last set per switch: a different value means the switch forgot.
     top_shadow: HashMap<Guid, Lid>,
+    /// P_Key, SL2VL and VLArb blocks each node holds.
+    table_shadow: HashMap<TableKey, [u8; 64]>,
     fabric: Option<Fabric>,
     lfts: Option<Lfts>,
     own_lid: Lid,
@@ -288,6 +318,7 @@ impl Sm {
             next_heavy: None,
             lft_shadow: HashMap::new(),
             top_shadow: HashMap::new(),
+            table_shadow: HashMap::new(),
             fabric: None,
             lfts: None,
             own_lid: Lid(0),
@@ -550,7 +581,8 @@ impl Sm {
                     let next = match p.stage {
                         Stage::PortInfo => Some(Stage::SwitchInfo),
                         Stage::SwitchInfo => Some(Stage::Lft),
-                        Stage::Lft => Some(Stage::Armed),
+                        Stage::Lft => Some(Stage::Tables),
+                        Stage::Tables => Some(Stage::Armed),
                         Stage::Armed => Some(Stage::Active),
                         Stage::Active => None,
                     };
@@ -938,11 +970,20 @@ impl Sm {
                             .min(self.p.max_op_vls)
                             .max(1);
                         want.operational_vls = VlCap::from_raw_value(vls);
+                        if n.is_switch() {
+                            let peer_is_switch = d.nodes.get(j).is_some_and(DNode::is_switch);
+                            want.hoq_life = if peer_is_switch {
+                                self.p.hoq_life
+                            } else {
+                                self.p.leaf_hoq_life
+                            };
+                        }
                     }
                 }
                 desired.insert((i, pn as u8), want);
             }
         }
+        let tables = self.plan_tables(&d, &fabric, &fidx, own_fp, &mut desired);
         self.fabric = Some(fabric);
         Ok(Box::new(Program {
             disc: d,
@@ -950,7 +991,136 @@ impl Sm {
             max_lid,
             lfts,
             desired,
+            tables,
         }))
+    }
+
+    /// P_Key tables from the partitions, and SL-to-VL / VL arbitration tables from QoS,
+    /// per port; the PortInfo bits that go with them are added to `desired`.
+    fn plan_tables(
+        &mut self,
+        d: &Discovery,
+        fabric: &Fabric,
+        fidx: &[sm_core::NodeIdx],
+        own: sm_core::PortIdx,
+        desired: &mut HashMap<(usize, u8), port_info::Repr>,
+    ) -> Vec<(usize, u8, u16, u32, [u8; 64])> {
+        let mut didx = vec![usize::MAX; fabric.nodes().len()];
+        for (i, f) in fidx.iter().enumerate() {
+            didx[f.idx()] = i;
+        }
+        // A node that lost its LIDs has lost its tables too.
+        for n in &d.nodes {
+            let guid = n.info.node_guid;
+            let reset = n.ports.iter().enumerate().any(|(pn, dp)| {
+                let endport = !n.is_switch() || pn == 0;
+                endport && dp.info.is_some_and(|i| i.lid.0 == 0)
+            });
+            if reset {
+                self.table_shadow.retain(|k, _| k.0 != guid);
+            }
+        }
+        let mut out = Vec::new();
+        let parts = pkey_tables_with(
+            &self.p.partitions,
+            fabric,
+            fabric.port(own).guid,
+            &self.p.pkey_options,
+        );
+        for (list, external) in [(&parts.end_ports, false), (&parts.switch_ports, true)] {
+            for pk in list {
+                let i = didx[fabric.port(pk.port).node.idx()];
+                let Some(n) = d.nodes.get(i) else { continue };
+                let cap = if external {
+                    n.switch_info.map_or(0, |s| s.partition_enforcement_cap)
+                } else {
+                    n.info.partition_cap
+                };
+                let (blocks, dropped) = pk.blocks(cap);
+                if !dropped.is_empty() {
+                    tracing::warn!(
+                        node = %n.info.node_guid,
+                        port = pk.num,
+                        dropped = dropped.len(),
+                        "P_Key table larger than the port holds"
+                    );
+                    if external {
+                        // As OpenSM does: no enforcement where the table does not fit.
+                        continue;
+                    }
+                }
+                for (b, block) in blocks.iter().enumerate() {
+                    let port_bits = if n.is_switch() {
+                        (pk.num as u32) << 16
+                    } else {
+                        0
+                    };
+                    if let Some(data) = emit_data(block) {
+                        out.push((i, pk.num, attr::P_KEY_TABLE, b as u32 | port_bits, data));
+                    }
+                }
+                if external {
+                    if let Some(w) = desired.get_mut(&(i, pk.num)) {
+                        let (inb, outb) = parts.enforcement.bits();
+                        w.partition_enforcement_inbound = inb;
+                        w.partition_enforcement_outbound = outb;
+                    }
+                }
+            }
+        }
+        if !self.p.qos.enabled {
+            return out;
+        }
+        for (i, n) in d.nodes.iter().enumerate() {
+            let linked: Vec<u8> = (1..n.ports.len() as u8)
+                .filter(|&pn| n.ports[pn as usize].peer.is_some())
+                .collect();
+            for &o in &linked {
+                let Some(w) = desired.get_mut(&(i, o)) else {
+                    continue;
+                };
+                let kind = match n.info.node_type {
+                    node_info::NodeType::Switch => PortKind::SwitchExternal,
+                    node_info::NodeType::Router => PortKind::Router,
+                    _ => PortKind::Ca,
+                };
+                let t = qos::tables(&self.p.qos, kind, w.operational_vls);
+                w.vl_high_limit = t.high_limit;
+                let sl2vl = sl2vl::Repr::new(t.sl2vl);
+                if let Some(data) = emit_data(&sl2vl) {
+                    if n.is_switch() {
+                        for &ii in &linked {
+                            out.push((
+                                i,
+                                o,
+                                attr::SL_TO_VL_MAPPING_TABLE,
+                                ((ii as u32) << 8) | o as u32,
+                                data,
+                            ));
+                        }
+                    } else {
+                        out.push((i, o, attr::SL_TO_VL_MAPPING_TABLE, 0, data));
+                    }
+                }
+                if qos::QosTables::needs_vlarb(w.vl_cap) {
+                    for block in vl_arb::Block::ALL {
+                        let Some(r) = t.vlarb_block(
+                            block,
+                            w.vl_arbitration_low_cap,
+                            w.vl_arbitration_high_cap,
+                        ) else {
+                            continue;
+                        };
+                        let port_bits = if n.is_switch() { o as u32 } else { 0 };
+                        let m = vl_arb::Modifier::switch_port(PortNum(port_bits as u8), block);
+                        if let Some(data) = emit_data(&r) {
+                            out.push((i, o, attr::VL_ARBITRATION_TABLE, m.to_attr_mod(), data));
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 
     // ---------------------------------------------------------------------------------
@@ -961,7 +1131,7 @@ impl Sm {
             return;
         };
         let mut sends: Vec<PlannedSet> = Vec::new();
-        let mut counts = (0u64, 0u64, 0u64, 0u64);
+        let mut counts = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         match p.stage {
             Stage::PortInfo => {
                 let mut keys: Vec<&(usize, u8)> = p.desired.keys().collect();
@@ -1006,6 +1176,7 @@ impl Sm {
                     let guid = n.info.node_guid;
                     if self.top_shadow.get(&guid) != Some(&si.linear_fdb_top) {
                         self.lft_shadow.remove(&guid);
+                        self.table_shadow.retain(|k, _| k.0 != guid);
                     }
                     si.linear_fdb_top = p.max_lid;
                     si.life_time_value = self.p.switch_life_time;
@@ -1052,6 +1223,30 @@ impl Sm {
                     }
                 }
             }
+            Stage::Tables => {
+                for &(i, port, attr_id, attr_mod, data) in &p.tables {
+                    let n = &p.disc.nodes[i];
+                    let key = (n.info.node_guid, port, attr_id, attr_mod);
+                    if self.table_shadow.get(&key) == Some(&data) {
+                        continue;
+                    }
+                    let Some(path) = n.route_to(port) else {
+                        continue;
+                    };
+                    if attr_id == attr::P_KEY_TABLE {
+                        counts.4 += 1;
+                    } else {
+                        counts.5 += 1;
+                    }
+                    sends.push((
+                        Purpose::SetTable { key, data },
+                        attr_id,
+                        attr_mod,
+                        path.to_vec(),
+                        data,
+                    ));
+                }
+            }
             Stage::Armed | Stage::Active => {
                 let (from, to) = if p.stage == Stage::Armed {
                     (PortState::Init, PortState::Armed)
@@ -1094,6 +1289,8 @@ impl Sm {
         self.report.switch_info_sets += counts.1;
         self.report.lft_blocks_sent += counts.2;
         self.report.port_state_sets += counts.3;
+        self.report.pkey_blocks_sent += counts.4;
+        self.report.qos_sets += counts.5;
         for (purpose, attr_id, attr_mod, path, data) in sends {
             self.submit_smp(
                 now,
@@ -1131,6 +1328,9 @@ impl Sm {
                     self.top_shadow.insert(n.info.node_guid, si.linear_fdb_top);
                     n.switch_info = Some(si);
                 }
+            }
+            Purpose::SetTable { key, data } => {
+                self.table_shadow.insert(key, data);
             }
             Purpose::SetLft { node, block, data } => {
                 if let Some(n) = p.disc.nodes.get(node) {
@@ -1183,6 +1383,12 @@ impl Sm {
     }
 }
 
+/// An attribute as SMP data.
+fn emit_data<W: sm_mad::Wire>(w: &W) -> Option<[u8; 64]> {
+    let mut data = [0u8; 64];
+    w.emit(&mut data).ok().map(|_| data)
+}
+
 /// Records a link on both ends.
 fn link(d: &mut Discovery, a: (usize, u8), b: (usize, u8)) {
     for (x, y) in [(a, b), (b, a)] {
@@ -1211,6 +1417,10 @@ fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
         && cur.subnet_timeout == want.subnet_timeout
         && cur.neighbor_mtu == want.neighbor_mtu
         && cur.operational_vls == want.operational_vls
+        && cur.partition_enforcement_inbound == want.partition_enforcement_inbound
+        && cur.partition_enforcement_outbound == want.partition_enforcement_outbound
+        && cur.vl_high_limit == want.vl_high_limit
+        && cur.hoq_life == want.hoq_life
 }
 
 /// A PortInfo Set that changes nothing but what the caller overrides.

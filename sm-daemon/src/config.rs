@@ -1,0 +1,52 @@
+//! From the TOML configuration to the core's parameters.
+
+use std::path::Path;
+
+use sm_core::config::Config;
+
+use crate::core::Params;
+
+/// Why a configuration cannot run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamsError {
+    #[error(transparent)]
+    Partitions(#[from] sm_core::partitions::PartitionError),
+    #[error("routing engine \"{0}\" is not built (known: minhop, updn, ftree)")]
+    Engine(String),
+}
+
+/// The core's parameters for a configuration read from `path`.
+pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
+    for e in &cfg.routing.engines {
+        if sm_routing::engine(e).is_err() {
+            return Err(ParamsError::Engine(e.clone()));
+        }
+    }
+    let sm = &cfg.sm;
+    let ms = |v: u64| v.saturating_mul(1_000_000);
+    Ok(Params {
+        lmc: sm.lmc,
+        routing: cfg.routing.engines.join(","),
+        routing_options: sm_routing::Options {
+            adaptive: cfg.routing.adaptive,
+            ..sm_routing::Options::default()
+        },
+        smp_timeout: ms(sm.smp_timeout_ms as u64),
+        smp_retries: sm.smp_retries,
+        max_outstanding: sm.max_outstanding_smps as usize,
+        sweep_interval: ms(sm.sweep_interval_ms),
+        subnet_prefix: sm.subnet_prefix,
+        m_key: sm.m_key,
+        sm_priority: sm.sm_priority,
+        max_op_vls: sm.max_op_vls,
+        subnet_timeout: sm.subnet_timeout,
+        switch_life_time: sm.packet_life_time,
+        hoq_life: sm.head_of_queue_lifetime,
+        leaf_hoq_life: sm.leaf_head_of_queue_lifetime,
+        partitions: cfg.partitions.load(path)?,
+        pkey_options: cfg.partitions.table_options(),
+        qos: cfg.qos.clone(),
+        ..Params::default()
+    })
+}
