@@ -6,6 +6,8 @@
 mod sim;
 mod sma;
 pub mod state;
+pub mod testkit;
+pub mod trace;
 
 pub use sim::{
     Drop, EndpointId, Faults, Inbound, MAX_HOPS, Nanos, SendError, Sim, SimConfig, SimStats,
