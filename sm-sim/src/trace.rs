@@ -715,20 +715,51 @@ impl<'s> Tracer<'s> {
         Ok((next, vl))
     }
 
+    /// The hints with each group cut down to the ports whose links are up at both ends,
+    /// once per run, so a hop's choice is one lookup.
+    fn ar_view<'a>(&self, ar: &'a [SwitchAr]) -> Vec<ArSwitch<'a>> {
+        self.sws
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let node = &self.nodes[s.node as usize];
+                let Some(a) = ar.get(i) else {
+                    return ArSwitch::default();
+                };
+                let usable = a
+                    .groups
+                    .iter()
+                    .map(|g| {
+                        g.iter()
+                            .copied()
+                            .filter(|&p| {
+                                p != 0
+                                    && p <= node.num_ports
+                                    && self.link(node.first_port + p as u32).is_ok()
+                            })
+                            .collect()
+                    })
+                    .collect();
+                ArSwitch {
+                    lid_group: &a.lid_group,
+                    usable,
+                }
+            })
+            .collect()
+    }
+
     /// The adaptive choice at switch `s`, if the hints give one.
-    fn ar_pick(&self, s: &SwLite<'_>, ar: &SwitchAr, dlid: u16, h: u64) -> Option<u8> {
+    #[inline]
+    fn ar_pick(&self, s: &SwLite<'_>, ar: &ArSwitch<'_>, dlid: u16, h: u64) -> Option<u8> {
         let g = *ar.lid_group.get(dlid as usize)?;
-        let group = ar.groups.get(g as usize)?;
-        let node = &self.nodes[s.node as usize];
-        let usable = |p: &&u8| {
-            **p != 0 && **p <= node.num_ports && self.link(node.first_port + **p as u32).is_ok()
-        };
-        let k = group.iter().filter(usable).count();
-        if k == 0 {
+        let group = ar.usable.get(g as usize)?;
+        if group.is_empty() {
             return None;
         }
-        let i = (mix(h ^ node.guid.0) % k as u64) as usize;
-        group.iter().filter(usable).nth(i).copied()
+        let guid = self.nodes[s.node as usize].guid;
+        group
+            .get((mix(h ^ guid.0) % group.len() as u64) as usize)
+            .copied()
     }
 
     /// Everything a switch does with a packet that came in on `in_port`.
@@ -738,7 +769,7 @@ impl<'s> Tracer<'s> {
         s: u32,
         in_port: u8,
         pkt: &Pkt,
-        ar: Option<(&SwitchAr, u64)>,
+        ar: Option<(&ArSwitch<'_>, u64)>,
     ) -> Result<Fwd, Dropped> {
         let sw = &self.sws[s as usize];
         let node = &self.nodes[sw.node as usize];
@@ -795,7 +826,7 @@ impl<'s> Tracer<'s> {
         dlid: Lid,
         sl: u8,
         pkey: PKey,
-        ar: Option<(&[SwitchAr], u64)>,
+        ar: Option<(&[ArSwitch<'_>], u64)>,
         sink: &mut S,
     ) -> Result<(u32, PKey), Dropped> {
         if !dlid.is_unicast() {
@@ -889,7 +920,7 @@ impl<'s> Tracer<'s> {
         dlid: Lid,
         sl: Sl,
         pkey: PKey,
-        ar: Option<(&[SwitchAr], u64)>,
+        ar: Option<(&[ArSwitch<'_>], u64)>,
     ) -> Result<Path, Dropped> {
         let mut rec = Recorder {
             t: self,
@@ -926,7 +957,8 @@ impl<'s> Tracer<'s> {
             .owner(src_lid)
             .ok_or(Dropped::UnknownSource { lid: src_lid })?;
         let h = flow_hash(flow_id, src_lid, dst_lid);
-        self.path_from(src.0, dst_lid, sl, pkey, Some((ar, h)))
+        let view = self.ar_view(ar);
+        self.path_from(src.0, dst_lid, sl, pkey, Some((&view, h)))
     }
 
     // ---- All pairs.
@@ -976,6 +1008,8 @@ impl<'s> Tracer<'s> {
 
     fn all_pairs(&self, opts: &AllPairsOptions, ar: Option<&[SwitchAr]>) -> AllPairs {
         let sl = opts.sl.0 & 15;
+        let view = ar.map(|a| self.ar_view(a));
+        let ar = view.as_deref();
         let ca_ports: Vec<u32> = self
             .sim
             .ports
@@ -1383,6 +1417,13 @@ impl<'s> Tracer<'s> {
     }
 }
 
+/// One switch's adaptive-routing hints, groups cut down to usable ports.
+#[derive(Debug, Default)]
+struct ArSwitch<'a> {
+    lid_group: &'a [u16],
+    usable: Vec<Vec<u8>>,
+}
+
 /// A source port, precomputed.
 #[derive(Debug, Clone, Copy)]
 struct Src {
@@ -1402,7 +1443,7 @@ struct Ctx<'a> {
     key_off: &'a [u32],
     opts: &'a AllPairsOptions,
     sl: u8,
-    ar: Option<&'a [SwitchAr]>,
+    ar: Option<&'a [ArSwitch<'a>]>,
     walk_each: bool,
 }
 
