@@ -1101,7 +1101,9 @@ impl<'s> Tracer<'s> {
                 let s = &srcs[si as usize];
                 let dlid = Lid(dests[di as usize].2);
                 let src_lid = Lid(s.lid);
-                let why = if key == PKey(0) && opts.pkey == PKeyChoice::BestShared && s.up {
+                let why = if s.lid == 0 {
+                    Dropped::UnknownSource { lid: src_lid }
+                } else if key == PKey(0) && opts.pkey == PKeyChoice::BestShared && s.up {
                     self.pkey_drop(s.port, key, PKeyCheck::NotShared)
                 } else {
                     let hints = ar.map(|a| (a, flow_hash(opts.flow_id, src_lid, dlid)));
@@ -1139,7 +1141,9 @@ impl<'s> Tracer<'s> {
                 PKeyChoice::Fixed(k) => s.fixed.unwrap_or(k),
                 PKeyChoice::BestShared => Self::best_key(ctx.keys_of(si), dkeys).unwrap_or(PKey(0)),
             };
-            let res = if !s.up {
+            let res = if s.lid == 0 {
+                Err(DropReason::UnknownSource)
+            } else if !s.up {
                 Err(DropReason::PortNotActive)
             } else if key == PKey(0) && ctx.opts.pkey == PKeyChoice::BestShared {
                 Err(DropReason::PKey)

@@ -152,6 +152,20 @@ fn unknown_source_and_bad_destination() {
         sim.trace_multicast(a, Lid(5)),
         Err(Dropped::BadDestination { .. })
     ));
+    // A CA port without a LID sends nothing and gets nothing.
+    let (_, _, mut sim) = ft2(0);
+    let p = ca_ports(&f)[5];
+    Direct { sim: &mut sim }
+        .set_lid(p, Lid::NONE, 0, Lid::NONE)
+        .unwrap();
+    let all = sim.check_all_pairs(&AllPairsOptions::default());
+    assert_eq!(all.pairs, 32 * 31);
+    assert_eq!(all.dropped.unknown_source, 31);
+    assert_eq!(all.dropped.total(), 31);
+    assert_eq!(
+        all.failures[0].why,
+        Dropped::UnknownSource { lid: Lid::NONE }
+    );
 }
 
 #[test]
