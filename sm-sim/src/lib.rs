@@ -11,6 +11,8 @@ pub mod scenario;
 mod sim;
 mod sma;
 pub mod state;
+pub mod testkit;
+pub mod trace;
 
 pub use fault::FaultError;
 pub use scenario::{Scenario, ScenarioError};

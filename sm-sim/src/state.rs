@@ -263,6 +263,16 @@ impl SimPort {
         out
     }
 
+    /// The P_Key table as the port holds it (power-up contents until first set).
+    pub fn pkeys(&self) -> &[PKey] {
+        const POWER_UP: [PKey; 1] = [PKey::DEFAULT];
+        if self.pkeys.is_empty() {
+            &POWER_UP
+        } else {
+            &self.pkeys
+        }
+    }
+
     /// The whole P_Key table, allocated at its power-up contents on first use.
     pub(crate) fn pkeys_mut(&mut self) -> &mut [PKey] {
         if self.pkeys.is_empty() {
