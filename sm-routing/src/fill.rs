@@ -1,0 +1,241 @@
+//! Filling forwarding tables from per-switch candidate sets, shared by every engine.
+//!
+//! An engine describes, for a switch `s` and every destination switch `D`, the set of links
+//! of `s` that are minimal next hops obeying its deadlock rule (a bit mask over
+//! [`Topo::adj`]). This module then walks the LIDs in the engine's order and picks, per LID,
+//! one port of the set: the engine's preferred one if it names one, otherwise the least
+//! loaded, as OpenSM's minhop balances (links towards a next switch that another LID of the
+//! same port already uses come last, so the 2^LMC LIDs of a port take different paths where
+//! they can; then fewest LIDs so far; then the lowest port). The same sets, deduplicated per
+//! switch, are the adaptive-routing groups. Switches are independent, so they are filled in
+//! parallel and the result does not depend on the number of threads.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use sm_mad::Lid;
+
+use crate::engine::{Routes, SwitchAr};
+use crate::topo::{Adj, SwIdx, Topo};
+
+/// No preference / no chain.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// One LID to route: the LID, its owner (index into [`Topo::dests`]) and an engine-specific
+/// tag (the fat-tree chain; [`NONE`] otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Job {
+    pub(crate) lid: Lid,
+    pub(crate) dest: u32,
+    pub(crate) tag: u32,
+}
+
+/// Every LID in the order of [`Topo::dests`].
+pub(crate) fn jobs_in_dest_order(topo: &Topo<'_>) -> Vec<Job> {
+    let mut jobs = Vec::with_capacity(topo.max_lid().0 as usize);
+    for (i, d) in topo.dests.iter().enumerate() {
+        for lid in d.lids() {
+            jobs.push(Job {
+                lid,
+                dest: i as u32,
+                tag: NONE,
+            });
+        }
+    }
+    jobs
+}
+
+/// What an engine tells the filler.
+pub(crate) trait Policy: Sync {
+    /// Candidate masks of `s` towards every switch: `out[d * words..][..words]`, bit `i` set
+    /// when link `i` of [`Topo::adj`]`(s)` is a legal minimal next hop towards switch `d`.
+    fn masks(&self, s: SwIdx, words: usize, out: &mut [u64]);
+
+    /// Narrows the candidates of `job` to the links the engine prefers: writes a subset of
+    /// `mask` into `out` and returns true, or returns false for no preference. The filler
+    /// balances load within the subset (within `mask` if the subset is empty).
+    fn narrow(&self, _s: SwIdx, _adj: &[Adj], _job: &Job, _mask: &[u64], _out: &mut [u64; 4]) -> bool {
+        false
+    }
+}
+
+/// Mask words needed for the links of a switch (at least 1, at most 4: 254 ports).
+fn words_for(adj: &[Adj]) -> usize {
+    adj.len().div_ceil(64).max(1)
+}
+
+#[derive(Default)]
+struct Scratch {
+    masks: Vec<u64>,
+    gid: Vec<u32>,
+}
+
+/// Routes every job on every switch.
+pub(crate) fn fill<P: Policy>(
+    engine: &'static str,
+    topo: &Topo<'_>,
+    policy: &P,
+    jobs: &[Job],
+    adaptive: bool,
+) -> Routes {
+    let mut routes = Routes::empty(engine, topo);
+    let mut ar: Vec<SwitchAr> = if adaptive {
+        vec![SwitchAr::default(); topo.num_switches()]
+    } else {
+        Vec::new()
+    };
+    let lid_len = routes.lft.first().map_or(0, Vec::len);
+    let work = |sc: &mut Scratch, s: usize, table: &mut Vec<u8>, ar: Option<&mut SwitchAr>| {
+        fill_switch(topo, policy, jobs, SwIdx(s as u32), table, ar, lid_len, sc)
+    };
+    if adaptive {
+        routes
+            .lft
+            .par_iter_mut()
+            .zip(ar.par_iter_mut())
+            .enumerate()
+            .for_each_init(Scratch::default, |sc, (s, (t, a))| work(sc, s, t, Some(a)));
+        routes.ar = Some(ar);
+    } else {
+        routes
+            .lft
+            .par_iter_mut()
+            .enumerate()
+            .for_each_init(Scratch::default, |sc, (s, t)| work(sc, s, t, None));
+    }
+    routes
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fill_switch<P: Policy>(
+    topo: &Topo<'_>,
+    policy: &P,
+    jobs: &[Job],
+    s: SwIdx,
+    table: &mut [u8],
+    mut ar: Option<&mut SwitchAr>,
+    lid_len: usize,
+    sc: &mut Scratch,
+) {
+    let n = topo.num_switches();
+    let adj = topo.adj(s);
+    let words = words_for(adj);
+    sc.masks.clear();
+    sc.masks.resize(n * words, 0);
+    policy.masks(s, words, &mut sc.masks);
+
+    let mut interned: BTreeMap<[u64; 4], u32> = BTreeMap::new();
+    if let Some(ar) = ar.as_deref_mut() {
+        ar.lid_group = vec![u16::MAX; lid_len];
+        sc.gid.clear();
+        sc.gid.resize(n, NONE);
+    }
+
+    let mut load = [0u32; 256];
+    let mut used_peers: Vec<SwIdx> = Vec::new();
+    let mut last_dest = NONE;
+    for job in jobs {
+        let d = &topo.dests[job.dest as usize];
+        if job.dest != last_dest {
+            used_peers.clear();
+            last_dest = job.dest;
+        }
+        let port = if d.sw == s {
+            d.sw_port
+        } else {
+            let dsw = d.sw.idx();
+            let mask = &sc.masks[dsw * words..(dsw + 1) * words];
+            let mut narrowed = [0u64; 4];
+            let pick = if job.tag != NONE && policy.narrow(s, adj, job, mask, &mut narrowed) {
+                for (n, &m) in narrowed.iter_mut().zip(mask) {
+                    *n &= m;
+                }
+                least_loaded(adj, &narrowed[..words], &load, &used_peers)
+            } else {
+                None
+            };
+            let pick = pick.or_else(|| least_loaded(adj, mask, &load, &used_peers));
+            let Some(i) = pick else { continue };
+            let a = adj[i];
+            used_peers.push(a.peer);
+            if let Some(ar) = ar.as_deref_mut() {
+                let g = group_of(ar, &mut interned, &mut sc.gid, dsw, adj, mask);
+                if let Some(slot) = ar.lid_group.get_mut(job.lid.0 as usize) {
+                    *slot = g;
+                }
+            }
+            a.port
+        };
+        load[port as usize] += 1;
+        if let Some(e) = table.get_mut(job.lid.0 as usize) {
+            *e = port;
+        }
+    }
+}
+
+/// The least loaded candidate (see the module doc).
+#[inline]
+fn least_loaded(adj: &[Adj], mask: &[u64], load: &[u32; 256], used: &[SwIdx]) -> Option<usize> {
+    let mut best = u64::MAX;
+    let mut pick = None;
+    for (w, &bits) in mask.iter().enumerate() {
+        let mut b = bits;
+        while b != 0 {
+            let i = w * 64 + b.trailing_zeros() as usize;
+            b &= b - 1;
+            let Some(a) = adj.get(i) else { break };
+            let key = u64::from(used.contains(&a.peer)) << 48
+                | u64::from(load[a.port as usize]) << 8
+                | u64::from(a.port);
+            if key < best {
+                best = key;
+                pick = Some(i);
+            }
+        }
+    }
+    pick
+}
+
+/// The adaptive-routing group of a candidate set (`u16::MAX` for a single port).
+fn group_of(
+    ar: &mut SwitchAr,
+    interned: &mut BTreeMap<[u64; 4], u32>,
+    gid: &mut [u32],
+    dsw: usize,
+    adj: &[Adj],
+    mask: &[u64],
+) -> u16 {
+    if gid[dsw] != NONE {
+        return gid[dsw] as u16;
+    }
+    let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+    let g = if count < 2 {
+        u16::MAX
+    } else {
+        let mut key = [0u64; 4];
+        for (k, &w) in key.iter_mut().zip(mask) {
+            *k = w;
+        }
+        let next = ar.groups.len() as u32;
+        let id = *interned.entry(key).or_insert(next);
+        if id == next {
+            let mut ports = Vec::with_capacity(count as usize);
+            for (w, &bits) in mask.iter().enumerate() {
+                let mut b = bits;
+                while b != 0 {
+                    let i = w * 64 + b.trailing_zeros() as usize;
+                    b &= b - 1;
+                    if let Some(a) = adj.get(i) {
+                        ports.push(a.port);
+                    }
+                }
+            }
+            ports.sort_unstable();
+            ports.dedup();
+            ar.groups.push(ports);
+        }
+        id.min(u32::from(u16::MAX - 1)) as u16
+    };
+    gid[dsw] = u32::from(g);
+    g
+}
