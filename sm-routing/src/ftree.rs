@@ -25,7 +25,8 @@
 //! the index order), CNs of a leaf by port; then the other CAs; then switches. For each CA
 //! destination a *chain* is built upwards from its switch to a root: at each switch the
 //! parent whose links carry the fewest destinations downwards so far (ties: lowest GUID),
-//! and among parallel links the least loaded one; the counts are updated as we go. Every
+//! and among parallel links the least loaded one; the counts are updated as we go (the
+//! later LIDs of a port with LMC > 0 first avoid the switches of its earlier chains). Every
 //! switch then forwards a CA's LID
 //! - down along the chain when it is on it,
 //! - otherwise up towards the nearest chain switch above it when that gives a shortest
@@ -384,6 +385,8 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
         off: vec![0],
         links: Vec::new(),
     };
+    // Chains of the earlier LIDs of each port: later LIDs avoid their switches.
+    let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); topo.dests.len()];
     for &(i, o) in &order {
         let d = &topo.dests[i as usize];
         let start = chains.links.len();
@@ -399,11 +402,17 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
         while tree.rank[x.idx()] > 0 {
             let base = adj_off[x.idx()];
             let adj = topo.adj(x);
+            let r_up = tree.rank[x.idx()] as usize - 1;
+            let prev = &earlier[i as usize];
             let best = groups[x.idx()]
                 .iter()
                 .min_by_key(|(p, links)| {
                     let load: u64 = links.iter().map(|&l| u64::from(down_load[base + l])).sum();
-                    (load, topo.guid(*p))
+                    let used = prev.iter().any(|&t| {
+                        chains.links.get(chains.off[t as usize] as usize + r_up).map(|l| l.sw)
+                            == Some(p.0)
+                    });
+                    (used, load, topo.guid(*p))
                 })
                 .and_then(|(_, links)| {
                     links
@@ -424,10 +433,12 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
             x = a.peer;
         }
         chains.off.push(chains.links.len() as u32);
+        let tag = (chains.off.len() - 2) as u32;
+        earlier[i as usize].push(tag);
         jobs.push(Job {
             lid: sm_mad::Lid(d.base_lid.0 + o),
             dest: i,
-            tag: (chains.off.len() - 2) as u32,
+            tag,
         });
     }
     for (i, d) in topo.dests.iter().enumerate() {
