@@ -35,6 +35,18 @@ fn spec(s: &str) -> Option<GenSpec> {
     })
 }
 
+/// CPU time of the process so far (user + system), from `/proc/self/stat`; zero elsewhere.
+fn cpu_time() -> std::time::Duration {
+    let ticks = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.split_whitespace().collect::<Vec<_>>();
+            Some(rest.get(11)?.parse::<u64>().ok()? + rest.get(12)?.parse::<u64>().ok()?)
+        })
+        .unwrap_or(0);
+    std::time::Duration::from_millis(ticks * 10)
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(chain), Some(spec)) = (args.get(1), args.get(2).and_then(|s| spec(s))) else {
@@ -61,17 +73,20 @@ fn main() {
         ..Options::default()
     };
     let t = Instant::now();
+    let c = cpu_time();
     let r = pool.install(|| route_chain(chain, &topo, &opts));
     let route_t = t.elapsed();
+    let route_cpu = cpu_time().saturating_sub(c);
     match r {
         Ok(r) => println!(
-            "{}: {} switches, {} LIDs: generate {:.3?}, snapshot {:.3?}, route {:.3?}{}",
+            "{}: {} switches, {} LIDs: generate {:.3?}, snapshot {:.3?}, route {:.3?} (CPU {:.2?}){}",
             r.routes.engine,
             topo.num_switches(),
             topo.max_lid().0,
             gen_t,
             topo_t,
             route_t,
+            route_cpu,
             r.fallbacks
                 .iter()
                 .map(|f| format!(" [{}: {}]", f.engine, f.reason))

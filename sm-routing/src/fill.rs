@@ -131,7 +131,14 @@ fn fill_switch<P: Policy>(
         sc.gid.resize(n, NONE);
     }
 
-    let mut load = [0u32; 256];
+    // keys[i] = LIDs routed through link i so far << 8 | its port: the least key is the
+    // least loaded link, ties to the lowest port.
+    let mut keys = [u32::MAX; 256];
+    let mut port_adj = [0u8; 256];
+    for (i, a) in adj.iter().enumerate() {
+        keys[i] = u32::from(a.port);
+        port_adj[a.port as usize] = i as u8;
+    }
     let mut used_peers: Vec<SwIdx> = Vec::new();
     let mut last_dest = NONE;
     for job in jobs {
@@ -150,14 +157,17 @@ fn fill_switch<P: Policy>(
                 for (n, &m) in narrowed.iter_mut().zip(mask) {
                     *n &= m;
                 }
-                least_loaded(adj, &narrowed[..words], &load, &used_peers)
+                least_loaded(adj, &narrowed[..words], &keys, &port_adj, &used_peers)
             } else {
                 None
             };
-            let pick = pick.or_else(|| least_loaded(adj, mask, &load, &used_peers));
+            let pick = pick.or_else(|| least_loaded(adj, mask, &keys, &port_adj, &used_peers));
             let Some(i) = pick else { continue };
             let a = adj[i];
-            used_peers.push(a.peer);
+            keys[i] += 1 << 8;
+            if d.lmc > 0 {
+                used_peers.push(a.peer);
+            }
             if let Some(ar) = ar.as_deref_mut() {
                 let g = group_of(ar, &mut interned, &mut sc.gid, dsw, adj, mask);
                 if let Some(slot) = ar.lid_group.get_mut(job.lid.0 as usize) {
@@ -166,7 +176,6 @@ fn fill_switch<P: Policy>(
             }
             a.port
         };
-        load[port as usize] += 1;
         if let Some(e) = table.get_mut(job.lid.0 as usize) {
             *e = port;
         }
@@ -175,7 +184,32 @@ fn fill_switch<P: Policy>(
 
 /// The least loaded candidate (see the module doc).
 #[inline]
-fn least_loaded(adj: &[Adj], mask: &[u64], load: &[u32; 256], used: &[SwIdx]) -> Option<usize> {
+fn least_loaded(
+    adj: &[Adj],
+    mask: &[u64],
+    keys: &[u32; 256],
+    port_adj: &[u8; 256],
+    used: &[SwIdx],
+) -> Option<usize> {
+    // One candidate: no need to compare (count_ones is slow without the popcnt feature).
+    let mut nonzero = mask.iter().enumerate().filter(|(_, w)| **w != 0);
+    let (fw, &first) = nonzero.next()?;
+    if first & (first - 1) == 0 && nonzero.next().is_none() {
+        return Some(fw * 64 + first.trailing_zeros() as usize);
+    }
+    if used.is_empty() {
+        // Branch-free minimum over every link, unselected ones masked to u32::MAX.
+        let mut best = u32::MAX;
+        for (w, &bits) in mask.iter().enumerate() {
+            let base = w * 64;
+            let end = adj.len().saturating_sub(base).min(64);
+            for (j, &k) in keys[base..base + end].iter().enumerate() {
+                let off = (((bits >> j) & 1) as u32).wrapping_sub(1);
+                best = best.min(k | off);
+            }
+        }
+        return (best != u32::MAX).then(|| port_adj[(best & 0xFF) as usize] as usize);
+    }
     let mut best = u64::MAX;
     let mut pick = None;
     for (w, &bits) in mask.iter().enumerate() {
@@ -184,9 +218,7 @@ fn least_loaded(adj: &[Adj], mask: &[u64], load: &[u32; 256], used: &[SwIdx]) ->
             let i = w * 64 + b.trailing_zeros() as usize;
             b &= b - 1;
             let Some(a) = adj.get(i) else { break };
-            let key = u64::from(used.contains(&a.peer)) << 48
-                | u64::from(load[a.port as usize]) << 8
-                | u64::from(a.port);
+            let key = u64::from(used.contains(&a.peer)) << 32 | u64::from(keys[i]);
             if key < best {
                 best = key;
                 pick = Some(i);

@@ -31,7 +31,10 @@
 //! - down along the chain when it is on it,
 //! - otherwise up towards the nearest chain switch above it when that gives a shortest
 //!   legal path, or down towards the chain's next switch when that is a neighbour,
-//! - otherwise (and for switch LIDs) on the least loaded minimal legal port, as minhop.
+//! - otherwise, when no chain switch is in reach (a switch only its own traffic passes,
+//!   such as a spine outside the chain's core group), on the minimal legal port chosen by
+//!   the destination's position in the order, which spreads them without counting;
+//! - switch LIDs on the least loaded minimal legal port, as minhop.
 //!
 //! On a full k-ary n-tree, destination `d`'s chain climbs at level `l` through the up port
 //! equal to digit `l` of `d`'s index (least significant first): the `k` CNs of a leaf take
@@ -540,38 +543,26 @@ impl Policy for TreePolicy<'_, '_> {
         let dsw = dest.sw.idx();
         let rs = self.tree.rank[s.idx()] as usize;
         let label = self.labels.get(s.idx(), dsw);
-        let bits = |f: &mut dyn FnMut(usize)| {
-            for (w, &m) in mask.iter().enumerate() {
-                let mut b = m;
-                while b != 0 {
-                    f(w * 64 + b.trailing_zeros() as usize);
-                    b &= b - 1;
-                }
-            }
-        };
+        let mut any = false;
         if label & DOWN_FLAG != 0 {
             // Down: along the chain, or towards its next switch.
-            let on_chain = chain.get(rs).is_some_and(|l| l.sw == s.0);
+            if let Some(l) = chain.get(rs).filter(|l| l.sw == s.0) {
+                if let Ok(i) = adj.binary_search_by_key(&l.port, |a| a.port) {
+                    set_bit(out, i);
+                    return true;
+                }
+            }
             let next = if rs + 1 == chain.len() {
-                Some(dsw as u32)
+                dsw as u32
             } else {
-                chain.get(rs + 1).map(|l| l.sw)
+                chain.get(rs + 1).map_or(u32::MAX, |l| l.sw)
             };
-            let mut any = false;
-            bits(&mut |i| {
-                if let Some(a) = adj.get(i) {
-                    let hit = if on_chain {
-                        chain.get(rs).is_some_and(|l| l.port == a.port)
-                    } else {
-                        next == Some(a.peer.0)
-                    };
-                    if hit {
-                        set_bit(out, i);
-                        any = true;
-                    }
+            for_bits(mask, |i| {
+                if adj.get(i).is_some_and(|a| a.peer.0 == next) {
+                    set_bit(out, i);
+                    any = true;
                 }
             });
-            any
         } else {
             // Up: towards the nearest chain switch above, if that path is a shortest one.
             let rd = self.tree.rank[dsw] as usize;
@@ -582,14 +573,13 @@ impl Policy for TreePolicy<'_, '_> {
                     continue;
                 }
                 if (rs - r) + (rd - r) != (label & 0x7F) as usize {
-                    return false;
+                    break;
                 }
                 if link != MANY {
                     set_bit(out, link as usize);
                     return true;
                 }
-                let mut any = false;
-                bits(&mut |i| {
+                for_bits(mask, |i| {
                     if let Some(b) = adj.get(i) {
                         let p = b.peer.idx();
                         if p == a || self.up.get(p, a) != NO_LINK {
@@ -600,7 +590,40 @@ impl Policy for TreePolicy<'_, '_> {
                 });
                 return any;
             }
-            false
+        }
+        if !any {
+            // No chain switch in reach (switch-originated traffic only): spread the
+            // destinations over the candidates by their order.
+            if let Some(i) = spread(mask, job.tag) {
+                set_bit(out, i);
+                any = true;
+            }
+        }
+        any
+    }
+}
+
+/// A set bit of `mask` picked by `n`: the first at or after a position that `n` moves
+/// evenly over the span of the set bits (wrapping), in the first non-empty word.
+#[inline]
+fn spread(mask: &[u64], n: u32) -> Option<usize> {
+    let (w, &bits) = mask.iter().enumerate().find(|(_, b)| **b != 0)?;
+    let lo = bits.trailing_zeros();
+    let hi = 63 - bits.leading_zeros();
+    let start = lo + n % (hi - lo + 1);
+    let above = bits >> start << start;
+    let pick = if above != 0 { above.trailing_zeros() } else { lo };
+    Some(w * 64 + pick as usize)
+}
+
+/// Calls `f` with the index of every set bit.
+#[inline]
+fn for_bits(mask: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &m) in mask.iter().enumerate() {
+        let mut b = m;
+        while b != 0 {
+            f(w * 64 + b.trailing_zeros() as usize);
+            b &= b - 1;
         }
     }
 }

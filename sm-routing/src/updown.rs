@@ -27,13 +27,14 @@
 //!    `t` (then `y` is up-labelled). When both exist, `down` wins: it keeps `y` usable by
 //!    switches above it. Every switch gets its shortest legal path, given the labels
 //!    of the switches nearer to `D`.
-//! 2. **Check**: greedy can strand a switch. If `y` has an all-down path to `D` that is
-//!    longer than an up-down path through a neighbour `t`, `t` becomes up-labelled and a
-//!    switch `x` whose only legal path is `x → t` (down) then down is left without one. A
-//!    switch has a legal path exactly when it has an all-down path, or an up step to a switch
-//!    that has one. So a second search collects the switches with an all-down path to `D`;
-//!    if greedy down-labelled all of them, greedy reached every switch with any legal path
-//!    (induction on the up steps).
+//! 2. **Check**: greedy can strand a switch. If `t` has an all-down path to `D` that is
+//!    longer than an up-down path, `t` becomes up-labelled and a switch `x` whose only legal
+//!    path is `x → t` (down) then down is left without one. A switch has a legal path
+//!    exactly when it has an all-down path, or an up step to a switch that has one. So a
+//!    second search collects the switches with an all-down path to `D`; if greedy
+//!    down-labelled all of them, greedy reached every switch with any legal path (induction
+//!    on the up steps). Otherwise a third search counts the switches with a legal path, and
+//!    only if greedy labelled fewer is a switch stranded.
 //! 3. **Fallback** (only when the check fails, for that destination only): every switch with
 //!    an all-down path is down-labelled with its shortest all-down length, then up-labelled
 //!    switches are found in order of length from there (a bucketed breadth-first search
@@ -62,6 +63,8 @@ pub(crate) const DOWN_FLAG: u8 = 0x80;
 pub(crate) const UNREACHABLE: u8 = 0x7F;
 const MAX_LEN: u8 = 126;
 const UNSET: u8 = 0xFF;
+/// In `Scratch::down`: a legal path, but no all-down one.
+const LEGAL_ONLY: u8 = 0xFF;
 
 /// The direction of every link end, in compressed rows parallel to [`Topo::adj`].
 #[derive(Debug, Clone)]
@@ -100,7 +103,9 @@ impl Dirs {
 pub(crate) struct Labels {
     n: usize,
     m: Vec<u8>,
-    /// Destinations for which the greedy search was replaced by the fallback.
+    /// Destinations for which the greedy search was replaced by the fallback (read by the
+    /// tests; a diagnostic).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fallbacks: usize,
 }
 
@@ -226,7 +231,31 @@ fn label_to(dirs: &Dirs, d: usize, col: &mut [u8], sc: &mut Scratch) -> bool {
             }
         }
     }
-    let fallback = sc.cur.len() != down_labelled;
+    let mut fallback = false;
+    if sc.cur.len() != down_labelled {
+        // Some switch with an all-down path went up; that strands a switch only if fewer
+        // switches were labelled than have a legal path (all-down, or up steps to one).
+        let labelled = col.iter().filter(|&&v| v != UNSET).count();
+        let mut legal = sc.cur.len();
+        let mut head = 0;
+        let mut queue = std::mem::take(&mut sc.next);
+        queue.clear();
+        queue.extend_from_slice(&sc.cur);
+        while head < queue.len() {
+            let t = queue[head] as usize;
+            head += 1;
+            for &(y, dir) in dirs.of(t) {
+                // t → y down means y → t is an up move.
+                if dir == DOWN && sc.down[y as usize] == 0 {
+                    sc.down[y as usize] = LEGAL_ONLY;
+                    legal += 1;
+                    queue.push(y);
+                }
+            }
+        }
+        sc.next = queue;
+        fallback = legal > labelled;
+    }
     if fallback {
         // 3. Down-labels fixed first, up-labels by bucketed search.
         col.fill(UNSET);
@@ -235,7 +264,7 @@ fn label_to(dirs: &Dirs, d: usize, col: &mut [u8], sc: &mut Scratch) -> bool {
         }
         sc.buckets.resize_with(MAX_LEN as usize + 2, Vec::new);
         for &s in &sc.cur {
-            let len = sc.down[s as usize] - 1;
+            let len = sc.down[s as usize].saturating_sub(1);
             col[s as usize] = DOWN_FLAG | len;
             sc.buckets[len as usize].push(s);
         }
@@ -295,6 +324,73 @@ pub(crate) fn label_masks(
                 }
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sm_core::NodeKind;
+    use sm_core::fabric::{Fabric, NodeSpec};
+    use sm_core::lid::LidStore;
+    use sm_mad::Guid;
+
+    /// Switches named by their order key (GUID), linked as given; up = towards a lower GUID.
+    fn labels_of(keys: &[u64], links: &[(usize, usize)]) -> (Labels, Vec<u64>) {
+        let mut f = Fabric::new();
+        let nodes: Vec<_> = keys
+            .iter()
+            .map(|&k| {
+                f.add_node(NodeSpec::new(NodeKind::Switch, Guid(k), format!("sw {k}"), 4))
+                    .unwrap_or_else(|e| panic!("{e}"))
+            })
+            .collect();
+        let mut next = vec![1u8; keys.len()];
+        for &(a, b) in links {
+            let pa = f.port_of(nodes[a], next[a]).unwrap_or_else(|| panic!("port"));
+            let pb = f.port_of(nodes[b], next[b]).unwrap_or_else(|| panic!("port"));
+            next[a] += 1;
+            next[b] += 1;
+            f.connect(pa, pb).unwrap_or_else(|e| panic!("{e}"));
+        }
+        LidStore::new().assign(&mut f, 0).unwrap_or_else(|e| panic!("{e}"));
+        let topo = Topo::new(&f).unwrap_or_else(|e| panic!("{e}"));
+        let dirs = Dirs::new(&topo, |s, t| if topo.guid(t) < topo.guid(s) { UP } else { DOWN });
+        let guids = (0..keys.len() as u32).map(|s| topo.guid(SwIdx(s)).0).collect();
+        (Labels::new(&dirs), guids)
+    }
+
+    #[test]
+    fn greedy_would_strand_a_switch_so_the_fallback_runs() {
+        // Keys: d 10, t 5, a 6, b 7, v 3, s 4. t's shortest path is up via v (2 hops), its
+        // all-down path t-a-b-d is 3; s's only legal path is down through t.
+        let keys = [10, 5, 6, 7, 3, 4];
+        let (d, t, a, b, v, s) = (0, 1, 2, 3, 4, 5);
+        let (labels, guids) = labels_of(&keys, &[(t, a), (a, b), (b, d), (t, v), (v, d), (s, t)]);
+        assert_eq!(guids, keys.to_vec());
+        assert!(labels.fallbacks > 0);
+        assert_eq!(labels.get(s, d), DOWN_FLAG | 4);
+        assert_eq!(labels.get(t, d), DOWN_FLAG | 3);
+        assert_eq!(labels.get(v, d), DOWN_FLAG | 1);
+    }
+
+    #[test]
+    fn greedy_keeps_shortest_paths_when_nothing_is_stranded() {
+        // A ring 1-2-3-4-5-1: from 3 towards 5 the path 3-4-5 is all down.
+        let keys = [1, 2, 3, 4, 5];
+        let (labels, _) = labels_of(&keys, &[(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]);
+        assert_eq!(labels.fallbacks, 0);
+        assert_eq!(labels.get(2, 4), DOWN_FLAG | 2);
+        // 2 towards 5 has an all-down path 2-3-4-5 but goes up to 1 (shorter), stranding
+        // nobody: no fallback.
+        assert_eq!(labels.get(1, 4), 2);
+        // 2 towards 5: up to 1, then down to 5.
+        assert_eq!(labels.get(1, 4), 2);
+        for s in 0..5 {
+            for d in 0..5 {
+                assert_ne!(labels.get(s, d), UNREACHABLE);
+            }
         }
     }
 }
