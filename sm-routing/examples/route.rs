@@ -12,18 +12,18 @@ use sm_routing::{Options, Topo, route_chain};
 fn spec(s: &str) -> Option<GenSpec> {
     let parts: Vec<&str> = s.split(':').collect();
     let num = |i: usize| parts.get(i).and_then(|p| p.parse::<u32>().ok());
-    Some(match parts.first()? {
-        &"ft3" => GenSpec::FatTree3(FatTree3 {
+    Some(match *parts.first()? {
+        "ft3" => GenSpec::FatTree3(FatTree3 {
             pods: num(2),
             ..FatTree3::new(num(1)?)
         }),
-        &"ft2" => GenSpec::FatTree2(FatTree2::new(num(1)?)),
-        &"kary" => GenSpec::KaryNTree(KaryNTree {
+        "ft2" => GenSpec::FatTree2(FatTree2::new(num(1)?)),
+        "kary" => GenSpec::KaryNTree(KaryNTree {
             radix: num(1)?,
             levels: num(2)?,
             ca_ports: 1,
         }),
-        &"torus" => GenSpec::Torus(Grid::new(
+        "torus" => GenSpec::Torus(Grid::new(
             parts
                 .get(1)?
                 .split('x')
@@ -50,7 +50,9 @@ fn cpu_time() -> std::time::Duration {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (Some(chain), Some(spec)) = (args.get(1), args.get(2).and_then(|s| spec(s))) else {
-        eprintln!("usage: route ENGINE[,ENGINE..] ft3:RADIX[:PODS]|ft2:RADIX|kary:RADIX:LEVELS|torus:AxB [THREADS] [ar]");
+        eprintln!(
+            "usage: route ENGINE[,ENGINE..] ft3:RADIX[:PODS]|ft2:RADIX|kary:RADIX:LEVELS|torus:AxB [THREADS] [ar]"
+        );
         std::process::exit(2);
     };
     let threads: usize = args.get(3).and_then(|t| t.parse().ok()).unwrap_or(0);

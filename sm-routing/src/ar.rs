@@ -109,7 +109,9 @@ impl ArDump {
                 .filter(|(_, g)| **g != u16::MAX)
                 .map(|(lid, &group)| ArLid {
                     lid: lid as u16,
-                    port: routes.port(SwIdx(s as u32), sm_mad::Lid(lid as u16)).unwrap_or(0),
+                    port: routes
+                        .port(SwIdx(s as u32), sm_mad::Lid(lid as u16))
+                        .unwrap_or(0),
                     group,
                 })
                 .collect();

@@ -54,7 +54,14 @@ pub(crate) trait Policy: Sync {
     /// Narrows the candidates of `job` to the links the engine prefers: writes a subset of
     /// `mask` into `out` and returns true, or returns false for no preference. The filler
     /// balances load within the subset (within `mask` if the subset is empty).
-    fn narrow(&self, _s: SwIdx, _adj: &[Adj], _job: &Job, _mask: &[u64], _out: &mut [u64; 4]) -> bool {
+    fn narrow(
+        &self,
+        _s: SwIdx,
+        _adj: &[Adj],
+        _job: &Job,
+        _mask: &[u64],
+        _out: &mut [u64; 4],
+    ) -> bool {
         false
     }
 }

@@ -123,7 +123,12 @@ pub fn detect(topo: &Topo<'_>, opts: &Options) -> Result<Tree, String> {
             .map(|(d, _)| d.sw)
             .collect();
         let up = bfs_ranks(topo, &ca_switches);
-        let height = up.iter().copied().filter(|&r| r != u32::MAX).max().unwrap_or(0);
+        let height = up
+            .iter()
+            .copied()
+            .filter(|&r| r != u32::MAX)
+            .max()
+            .unwrap_or(0);
         if height == 0 {
             return Err(
                 "every switch has CAs attached: there are no switch levels above the leaves"
@@ -412,7 +417,10 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
                 .min_by_key(|(p, links)| {
                     let load: u64 = links.iter().map(|&l| u64::from(down_load[base + l])).sum();
                     let used = prev.iter().any(|&t| {
-                        chains.links.get(chains.off[t as usize] as usize + r_up).map(|l| l.sw)
+                        chains
+                            .links
+                            .get(chains.off[t as usize] as usize + r_up)
+                            .map(|l| l.sw)
                             == Some(p.0)
                     });
                     (used, load, topo.guid(*p))
@@ -612,7 +620,11 @@ fn spread(mask: &[u64], n: u32) -> Option<usize> {
     let hi = 63 - bits.leading_zeros();
     let start = lo + n % (hi - lo + 1);
     let above = bits >> start << start;
-    let pick = if above != 0 { above.trailing_zeros() } else { lo };
+    let pick = if above != 0 {
+        above.trailing_zeros()
+    } else {
+        lo
+    };
     Some(w * 64 + pick as usize)
 }
 

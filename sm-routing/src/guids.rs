@@ -42,10 +42,7 @@ pub fn parse_guids(text: &str, path: &Path) -> Result<Vec<Guid>, GuidFileError> 
         let Some(word) = body.split_whitespace().next() else {
             continue;
         };
-        let parsed = match word
-            .strip_prefix("0x")
-            .or_else(|| word.strip_prefix("0X"))
-        {
+        let parsed = match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
             Some(hex) => u64::from_str_radix(hex, 16).ok(),
             None => word.parse::<u64>().ok(),
         };
@@ -73,7 +70,11 @@ mod tests {
         let g = parse_guids(text, Path::new("roots.txt")).unwrap_or_default();
         assert_eq!(
             g,
-            vec![Guid(0x0002_0003_0000_0000), Guid(0x0002_0003_0000_0001), Guid(42)]
+            vec![
+                Guid(0x0002_0003_0000_0000),
+                Guid(0x0002_0003_0000_0001),
+                Guid(42)
+            ]
         );
     }
 

@@ -8,8 +8,8 @@ pub mod ftree;
 pub mod guids;
 pub mod minhop;
 pub mod topo;
-mod updown;
 pub mod updn;
+mod updown;
 
 pub use engine::{Engine, Options, RouteError, Routes, engine, route_chain};
 pub use guids::{GuidFileError, read_guid_file};

@@ -296,13 +296,7 @@ fn label_to(dirs: &Dirs, d: usize, col: &mut [u8], sc: &mut Scratch) -> bool {
 
 /// Candidate masks from labels: bit `i` of `out[d]` is set when link `i` of `s` is a
 /// minimal legal next hop towards `d` (see the module doc).
-pub(crate) fn label_masks(
-    labels: &Labels,
-    dirs: &Dirs,
-    s: SwIdx,
-    words: usize,
-    out: &mut [u64],
-) {
+pub(crate) fn label_masks(labels: &Labels, dirs: &Dirs, s: SwIdx, words: usize, out: &mut [u64]) {
     let row_s = labels.row(s.idx());
     out.fill(0);
     for (i, &(p, dir)) in dirs.of(s.idx()).iter().enumerate() {
@@ -342,22 +336,41 @@ mod tests {
         let nodes: Vec<_> = keys
             .iter()
             .map(|&k| {
-                f.add_node(NodeSpec::new(NodeKind::Switch, Guid(k), format!("sw {k}"), 4))
-                    .unwrap_or_else(|e| panic!("{e}"))
+                f.add_node(NodeSpec::new(
+                    NodeKind::Switch,
+                    Guid(k),
+                    format!("sw {k}"),
+                    4,
+                ))
+                .unwrap_or_else(|e| panic!("{e}"))
             })
             .collect();
         let mut next = vec![1u8; keys.len()];
         for &(a, b) in links {
-            let pa = f.port_of(nodes[a], next[a]).unwrap_or_else(|| panic!("port"));
-            let pb = f.port_of(nodes[b], next[b]).unwrap_or_else(|| panic!("port"));
+            let pa = f
+                .port_of(nodes[a], next[a])
+                .unwrap_or_else(|| panic!("port"));
+            let pb = f
+                .port_of(nodes[b], next[b])
+                .unwrap_or_else(|| panic!("port"));
             next[a] += 1;
             next[b] += 1;
             f.connect(pa, pb).unwrap_or_else(|e| panic!("{e}"));
         }
-        LidStore::new().assign(&mut f, 0).unwrap_or_else(|e| panic!("{e}"));
+        LidStore::new()
+            .assign(&mut f, 0)
+            .unwrap_or_else(|e| panic!("{e}"));
         let topo = Topo::new(&f).unwrap_or_else(|e| panic!("{e}"));
-        let dirs = Dirs::new(&topo, |s, t| if topo.guid(t) < topo.guid(s) { UP } else { DOWN });
-        let guids = (0..keys.len() as u32).map(|s| topo.guid(SwIdx(s)).0).collect();
+        let dirs = Dirs::new(&topo, |s, t| {
+            if topo.guid(t) < topo.guid(s) {
+                UP
+            } else {
+                DOWN
+            }
+        });
+        let guids = (0..keys.len() as u32)
+            .map(|s| topo.guid(SwIdx(s)).0)
+            .collect();
         (Labels::new(&dirs), guids)
     }
 

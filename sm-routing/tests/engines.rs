@@ -32,17 +32,29 @@ fn ring(n: u32) -> Fabric {
     let mut sw = Vec::new();
     for i in 0..n {
         let ca = f
-            .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x100 + u64::from(i)), format!("ca {i}"), 1))
+            .add_node(NodeSpec::new(
+                NodeKind::Ca,
+                Guid(0x100 + u64::from(i)),
+                format!("ca {i}"),
+                1,
+            ))
             .unwrap();
         let s = f
-            .add_node(NodeSpec::new(NodeKind::Switch, Guid(0x200 + u64::from(i)), format!("sw {i}"), 3))
+            .add_node(NodeSpec::new(
+                NodeKind::Switch,
+                Guid(0x200 + u64::from(i)),
+                format!("sw {i}"),
+                3,
+            ))
             .unwrap();
-        f.connect(f.port_of(ca, 1).unwrap(), f.port_of(s, 1).unwrap()).unwrap();
+        f.connect(f.port_of(ca, 1).unwrap(), f.port_of(s, 1).unwrap())
+            .unwrap();
         sw.push(s);
     }
     for i in 0..n as usize {
         let j = (i + 1) % n as usize;
-        f.connect(f.port_of(sw[i], 2).unwrap(), f.port_of(sw[j], 3).unwrap()).unwrap();
+        f.connect(f.port_of(sw[i], 2).unwrap(), f.port_of(sw[j], 3).unwrap())
+            .unwrap();
     }
     LidStore::new().assign(&mut f, 0).unwrap();
     f
@@ -54,7 +66,10 @@ fn ring_updn_has_no_credit_loop_but_minhop_does() {
     let topo = Topo::new(&f).unwrap();
     let minhop = route("minhop", &topo, false).unwrap();
     check_reach(&topo, &minhop);
-    assert!(has_credit_loop(&topo, &minhop), "the cycle check should see minhop's ring loop");
+    assert!(
+        has_credit_loop(&topo, &minhop),
+        "the cycle check should see minhop's ring loop"
+    );
     let updn = route("updn", &topo, true).unwrap();
     check_reach(&topo, &updn);
     assert!(!has_credit_loop(&topo, &updn));
@@ -83,16 +98,31 @@ fn updn_roots_from_options() {
         ..Options::default()
     };
     let err = engine("updn").unwrap().route(&topo, &opts).unwrap_err();
-    assert!(err.to_string().contains("none of the 1 root GUID(s)"), "{err}");
+    assert!(
+        err.to_string().contains("none of the 1 root GUID(s)"),
+        "{err}"
+    );
 }
 
 #[test]
 fn updn_auto_roots_are_the_tree_top() {
-    let f = fabric(&GenSpec::FatTree3(FatTree3 { pods: Some(2), ..FatTree3::new(4) }), 0);
+    let f = fabric(
+        &GenSpec::FatTree3(FatTree3 {
+            pods: Some(2),
+            ..FatTree3::new(4)
+        }),
+        0,
+    );
     let topo = Topo::new(&f).unwrap();
     let ranking = sm_routing::updn::ranking(&topo, &[]).unwrap();
     assert_eq!(ranking.source, sm_routing::updn::RootSource::TreeTop);
-    assert!(ranking.roots.iter().all(|&s| topo.guid(s).0 >> 32 & 0xffff == 3), "cores");
+    assert!(
+        ranking
+            .roots
+            .iter()
+            .all(|&s| topo.guid(s).0 >> 32 & 0xffff == 3),
+        "cores"
+    );
     assert_eq!(ranking.roots.len(), 4);
 }
 
@@ -104,7 +134,11 @@ fn chain_on_torus_uses_updn_and_names_the_ftree_reason() {
     assert_eq!(r.routes.engine, "updn");
     assert_eq!(r.fallbacks.len(), 1);
     assert_eq!(r.fallbacks[0].engine, "ftree");
-    assert!(r.fallbacks[0].reason.contains("every switch has CAs"), "{}", r.fallbacks[0].reason);
+    assert!(
+        r.fallbacks[0].reason.contains("every switch has CAs"),
+        "{}",
+        r.fallbacks[0].reason
+    );
     check_reach(&topo, &r.routes);
     assert!(!has_credit_loop(&topo, &r.routes));
 }
@@ -113,23 +147,45 @@ fn chain_on_torus_uses_updn_and_names_the_ftree_reason() {
 fn ftree_reasons_name_the_culprit() {
     // A CA on a spine of a 2-level tree.
     let mut f = generate_ft2(4);
-    let spine = f.switches().find(|&n| f.node(n).description == "spine 0").unwrap();
-    let ca = f.add_node(NodeSpec::new(NodeKind::Ca, Guid(0x77_0000), "stray", 1)).unwrap();
+    let spine = f
+        .switches()
+        .find(|&n| f.node(n).description == "spine 0")
+        .unwrap();
+    let ca = f
+        .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x77_0000), "stray", 1))
+        .unwrap();
     let free = f.port_of(spine, 4).unwrap();
     assert!(f.port(free).remote.is_none());
     f.connect(f.port_of(ca, 1).unwrap(), free).unwrap();
     LidStore::new().assign(&mut f, 0).unwrap();
     let topo = Topo::new(&f).unwrap();
     let err = route("ftree", &topo, false).unwrap_err().to_string();
-    assert!(err.contains("0x0000000000770001") && err.contains("not a leaf"), "{err}");
+    assert!(
+        err.contains("0x0000000000770001") && err.contains("not a leaf"),
+        "{err}"
+    );
     // With compute nodes given, the stray CA is routed as a non-compute node.
-    let cns: Vec<Guid> = topo.dests.iter().filter(|d| d.kind == NodeKind::Ca && d.guid != Guid(0x77_0001)).map(|d| d.guid).collect();
-    let opts = Options { compute_nodes: cns, ..Options::default() };
+    let cns: Vec<Guid> = topo
+        .dests
+        .iter()
+        .filter(|d| d.kind == NodeKind::Ca && d.guid != Guid(0x77_0001))
+        .map(|d| d.guid)
+        .collect();
+    let opts = Options {
+        compute_nodes: cns,
+        ..Options::default()
+    };
     let r = engine("ftree").unwrap().route(&topo, &opts).unwrap();
     // Leaves reach everything; the stray CA reaches every CA.
     for s in common::ca_switches(&topo) {
         for d in &topo.dests {
-            if d.kind == NodeKind::Ca || topo.fabric.node(topo.switches[s.idx()]).description.starts_with("leaf") {
+            if d.kind == NodeKind::Ca
+                || topo
+                    .fabric
+                    .node(topo.switches[s.idx()])
+                    .description
+                    .starts_with("leaf")
+            {
                 walk(&topo, &r, s, d.base_lid).unwrap();
             }
         }
@@ -166,15 +222,28 @@ fn ftree_declines_dragonfly_plus_with_no_common_ancestor() {
 #[test]
 fn same_tables_with_one_or_two_threads() {
     let specs = [
-        GenSpec::FatTree3(FatTree3 { pods: Some(4), ..FatTree3::new(8) }),
-        GenSpec::Random(Random { switches: 40, radix: 8, hosts_per_switch: 2, links: None, seed: 7, ca_ports: 1 }),
+        GenSpec::FatTree3(FatTree3 {
+            pods: Some(4),
+            ..FatTree3::new(8)
+        }),
+        GenSpec::Random(Random {
+            switches: 40,
+            radix: 8,
+            hosts_per_switch: 2,
+            links: None,
+            seed: 7,
+            ca_ports: 1,
+        }),
     ];
     for spec in &specs {
         let f = fabric(spec, 1);
         let topo = Topo::new(&f).unwrap();
         for name in ["minhop", "updn", "ftree"] {
             let run = |threads: usize| {
-                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
                 pool.install(|| route(name, &topo, true))
             };
             let (a, b) = (run(1), run(2));
@@ -195,7 +264,10 @@ fn ar_dump_formats() {
     sm_routing::ar::write_ar(&r, &topo, &mut text).unwrap();
     let text = String::from_utf8(text).unwrap();
     let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("# ibsm adaptive-routing hints, engine ftree"));
+    assert_eq!(
+        lines.next(),
+        Some("# ibsm adaptive-routing hints, engine ftree")
+    );
     assert_eq!(lines.next(), Some("Switch 0x0002000100000000 ('leaf 0')"));
     assert_eq!(lines.next(), Some("group 0: 3 4"));
     let lid_line = lines.next().unwrap();
@@ -222,7 +294,11 @@ fn family() -> impl Strategy<Value = GenSpec> {
             pods: Some(pods.min(2 * h)),
             ..FatTree3::new(2 * h)
         })),
-        (2u32..=3, 2u32..=3).prop_map(|(k, n)| GenSpec::KaryNTree(KaryNTree { radix: 2 * k, levels: n, ca_ports: 1 })),
+        (2u32..=3, 2u32..=3).prop_map(|(k, n)| GenSpec::KaryNTree(KaryNTree {
+            radix: 2 * k,
+            levels: n,
+            ca_ports: 1
+        })),
         (prop::collection::vec(1u32..=4, 1..=2), 1u32..=2)
             .prop_map(|(dims, h)| GenSpec::Torus(Grid::new(dims, h))),
         (prop::collection::vec(1u32..=4, 1..=2), 1u32..=2)
@@ -235,15 +311,17 @@ fn family() -> impl Strategy<Value = GenSpec> {
             radix: None,
             ca_ports: 1,
         })),
-        (2u32..=4, 1u32..=3, 1u32..=2).prop_map(|(g, l, s)| GenSpec::DragonflyPlus(DragonflyPlus {
-            groups: g,
-            leaves_per_group: l,
-            spines_per_group: s,
-            hosts_per_leaf: 2,
-            global_per_spine: (g - 1).div_ceil(s),
-            radix: None,
-            ca_ports: 1,
-        })),
+        (2u32..=4, 1u32..=3, 1u32..=2).prop_map(|(g, l, s)| GenSpec::DragonflyPlus(
+            DragonflyPlus {
+                groups: g,
+                leaves_per_group: l,
+                spines_per_group: s,
+                hosts_per_leaf: 2,
+                global_per_spine: (g - 1).div_ceil(s),
+                radix: None,
+                ca_ports: 1,
+            }
+        )),
         (2u32..=12, any::<u64>()).prop_map(|(n, seed)| GenSpec::Random(Random {
             switches: n,
             radix: 6,

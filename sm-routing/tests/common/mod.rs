@@ -18,7 +18,12 @@ pub fn fabric(spec: &GenSpec, lmc: u8) -> Fabric {
 
 /// Follows `lid` from switch `from`: the links used (switch, index into `topo.adj`), or why
 /// the walk failed.
-pub fn walk(topo: &Topo<'_>, r: &Routes, from: SwIdx, lid: Lid) -> Result<Vec<(SwIdx, usize)>, String> {
+pub fn walk(
+    topo: &Topo<'_>,
+    r: &Routes,
+    from: SwIdx,
+    lid: Lid,
+) -> Result<Vec<(SwIdx, usize)>, String> {
     let d = topo.dest_of(lid).ok_or("no owner")?;
     let mut cur = from;
     let mut path = Vec::new();
@@ -30,7 +35,10 @@ pub fn walk(topo: &Topo<'_>, r: &Routes, from: SwIdx, lid: Lid) -> Result<Vec<(S
             return if p == d.sw_port {
                 Ok(path)
             } else {
-                Err(format!("LID {lid} leaves its own switch by port {p}, not {}", d.sw_port))
+                Err(format!(
+                    "LID {lid} leaves its own switch by port {p}, not {}",
+                    d.sw_port
+                ))
             };
         }
         let (i, a) = topo
@@ -38,7 +46,12 @@ pub fn walk(topo: &Topo<'_>, r: &Routes, from: SwIdx, lid: Lid) -> Result<Vec<(S
             .iter()
             .enumerate()
             .find(|(_, a)| a.port == p)
-            .ok_or_else(|| format!("switch {} port {p} leads to no switch (LID {lid})", topo.guid(cur)))?;
+            .ok_or_else(|| {
+                format!(
+                    "switch {} port {p} leads to no switch (LID {lid})",
+                    topo.guid(cur)
+                )
+            })?;
         path.push((cur, i));
         cur = a.peer;
         if path.len() > topo.num_switches() {
@@ -92,7 +105,12 @@ pub fn has_credit_loop(topo: &Topo<'_>, r: &Routes) -> bool {
     let channels = off[n];
     // Ports usable at switch s for lid.
     let ports = |s: SwIdx, lid: usize| -> Vec<u8> {
-        let mut v: Vec<u8> = r.lft[s.idx()].get(lid).copied().into_iter().filter(|&p| p != 255).collect();
+        let mut v: Vec<u8> = r.lft[s.idx()]
+            .get(lid)
+            .copied()
+            .into_iter()
+            .filter(|&p| p != 255)
+            .collect();
         if let Some(ar) = &r.ar {
             let g = ar[s.idx()].lid_group.get(lid).copied().unwrap_or(u16::MAX);
             if g != u16::MAX {
@@ -109,7 +127,12 @@ pub fn has_credit_loop(topo: &Topo<'_>, r: &Routes) -> bool {
                     continue;
                 };
                 for q in ports(a.peer, lid) {
-                    if let Some((j, _)) = topo.adj(a.peer).iter().enumerate().find(|(_, b)| b.port == q) {
+                    if let Some((j, _)) = topo
+                        .adj(a.peer)
+                        .iter()
+                        .enumerate()
+                        .find(|(_, b)| b.port == q)
+                    {
                         edges.push((channel(&off, s, i) as u32, channel(&off, a.peer, j) as u32));
                     }
                 }
@@ -161,12 +184,26 @@ pub fn check_ar(topo: &Topo<'_>, r: &Routes) {
             let lid = Lid(lid as u16);
             let group = &sw.groups[g as usize];
             let stat = r.port(s, lid).expect("static port");
-            assert!(group.contains(&stat), "{}: static {stat} not in {group:?}", r.engine);
+            assert!(
+                group.contains(&stat),
+                "{}: static {stat} not in {group:?}",
+                r.engine
+            );
             let here = walk(topo, r, s, lid).expect("walk").len();
             for &p in group {
-                let a = topo.adj(s).iter().find(|a| a.port == p).expect("group port leads to a switch");
+                let a = topo
+                    .adj(s)
+                    .iter()
+                    .find(|a| a.port == p)
+                    .expect("group port leads to a switch");
                 let there = walk(topo, r, a.peer, lid).expect("walk").len();
-                assert_eq!(there + 1, here, "{}: port {p} of switch {} is not minimal for LID {lid}", r.engine, topo.guid(s));
+                assert_eq!(
+                    there + 1,
+                    here,
+                    "{}: port {p} of switch {} is not minimal for LID {lid}",
+                    r.engine,
+                    topo.guid(s)
+                );
             }
         }
     }
