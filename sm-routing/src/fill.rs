@@ -54,10 +54,13 @@ pub(crate) trait Policy: Sync {
     /// Narrows the candidates of `job` to the links the engine prefers: writes a subset of
     /// `mask` into `out` and returns true, or returns false for no preference. The filler
     /// balances load within the subset (within `mask` if the subset is empty).
+    /// `port_adj[p]` is the index of port `p` in `adj`. Not called when `mask` has a single
+    /// candidate.
     fn narrow(
         &self,
         _s: SwIdx,
         _adj: &[Adj],
+        _port_adj: &[u8; 256],
         _job: &Job,
         _mask: &[u64],
         _out: &mut [u64; 4],
@@ -159,16 +162,23 @@ fn fill_switch<P: Policy>(
         } else {
             let dsw = d.sw.idx();
             let mask = &sc.masks[dsw * words..(dsw + 1) * words];
-            let mut narrowed = [0u64; 4];
-            let pick = if job.tag != NONE && policy.narrow(s, adj, job, mask, &mut narrowed) {
-                for (n, &m) in narrowed.iter_mut().zip(mask) {
-                    *n &= m;
+            let pick = match single(mask) {
+                Some(one) => Some(one),
+                None => {
+                    let mut narrowed = [0u64; 4];
+                    let pick = if job.tag != NONE
+                        && policy.narrow(s, adj, &port_adj, job, mask, &mut narrowed)
+                    {
+                        for (n, &m) in narrowed.iter_mut().zip(mask) {
+                            *n &= m;
+                        }
+                        least_loaded(adj, &narrowed[..words], &keys, &port_adj, &used_peers)
+                    } else {
+                        None
+                    };
+                    pick.or_else(|| least_loaded(adj, mask, &keys, &port_adj, &used_peers))
                 }
-                least_loaded(adj, &narrowed[..words], &keys, &port_adj, &used_peers)
-            } else {
-                None
             };
-            let pick = pick.or_else(|| least_loaded(adj, mask, &keys, &port_adj, &used_peers));
             let Some(i) = pick else { continue };
             let a = adj[i];
             keys[i] += 1 << 8;
@@ -189,6 +199,16 @@ fn fill_switch<P: Policy>(
     }
 }
 
+/// The index of the only set bit, if exactly one is set (`count_ones` is slow without the
+/// popcnt target feature).
+#[inline]
+fn single(mask: &[u64]) -> Option<usize> {
+    let mut nonzero = mask.iter().enumerate().filter(|(_, w)| **w != 0);
+    let (fw, &first) = nonzero.next()?;
+    (first & (first - 1) == 0 && nonzero.next().is_none())
+        .then(|| fw * 64 + first.trailing_zeros() as usize)
+}
+
 /// The least loaded candidate (see the module doc).
 #[inline]
 fn least_loaded(
@@ -198,21 +218,19 @@ fn least_loaded(
     port_adj: &[u8; 256],
     used: &[SwIdx],
 ) -> Option<usize> {
-    // One candidate: no need to compare (count_ones is slow without the popcnt feature).
-    let mut nonzero = mask.iter().enumerate().filter(|(_, w)| **w != 0);
-    let (fw, &first) = nonzero.next()?;
-    if first & (first - 1) == 0 && nonzero.next().is_none() {
-        return Some(fw * 64 + first.trailing_zeros() as usize);
+    if let Some(one) = single(mask) {
+        return Some(one);
     }
     if used.is_empty() {
-        // Branch-free minimum over every link, unselected ones masked to u32::MAX.
+        // Minimum key over the set bits (the port in the key's low byte names the link).
         let mut best = u32::MAX;
         for (w, &bits) in mask.iter().enumerate() {
-            let base = w * 64;
-            let end = adj.len().saturating_sub(base).min(64);
-            for (j, &k) in keys[base..base + end].iter().enumerate() {
-                let off = (((bits >> j) & 1) as u32).wrapping_sub(1);
-                best = best.min(k | off);
+            let mut b = bits;
+            let base = &keys[w * 64..];
+            while b != 0 {
+                let k = base[b.trailing_zeros() as usize];
+                b &= b - 1;
+                best = best.min(k);
             }
         }
         return (best != u32::MAX).then(|| port_adj[(best & 0xFF) as usize] as usize);

@@ -543,7 +543,15 @@ impl Policy for TreePolicy<'_, '_> {
         label_masks(self.labels, self.dirs, s, words, out);
     }
 
-    fn narrow(&self, s: SwIdx, adj: &[Adj], job: &Job, mask: &[u64], out: &mut [u64; 4]) -> bool {
+    fn narrow(
+        &self,
+        s: SwIdx,
+        adj: &[Adj],
+        port_adj: &[u8; 256],
+        job: &Job,
+        mask: &[u64],
+        out: &mut [u64; 4],
+    ) -> bool {
         let chain = self.chains.get(job.tag);
         let Some(dest) = self.topo.dests.get(job.dest as usize) else {
             return false;
@@ -555,7 +563,8 @@ impl Policy for TreePolicy<'_, '_> {
         if label & DOWN_FLAG != 0 {
             // Down: along the chain, or towards its next switch.
             if let Some(l) = chain.get(rs).filter(|l| l.sw == s.0) {
-                if let Ok(i) = adj.binary_search_by_key(&l.port, |a| a.port) {
+                let i = port_adj[l.port as usize] as usize;
+                if adj.get(i).is_some_and(|a| a.port == l.port) {
                     set_bit(out, i);
                     return true;
                 }
