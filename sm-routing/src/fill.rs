@@ -69,8 +69,55 @@ pub(crate) trait Policy: Sync {
     }
 }
 
+/// Builds the candidate masks of a switch with `deg` links towards `n` destination switches
+/// from per-link bit columns: `col(i, start, len)` returns bit `j` set when link `i` is a
+/// candidate towards destination `start + j` (`len` <= 64). Columns of 64 destinations are
+/// computed in registers, then turned into rows by a bit-matrix transpose.
+pub(crate) fn build_masks(
+    n: usize,
+    deg: usize,
+    words: usize,
+    out: &mut [u64],
+    mut col: impl FnMut(usize, usize, usize) -> u64,
+) {
+    let mut block = [[0u64; 64]; 4];
+    for start in (0..n).step_by(64) {
+        let len = (n - start).min(64);
+        for (w, b) in block.iter_mut().enumerate().take(words) {
+            for (j, slot) in b.iter_mut().enumerate() {
+                let i = w * 64 + j;
+                *slot = if i < deg { col(i, start, len) } else { 0 };
+            }
+            transpose64(b);
+        }
+        for j in 0..len {
+            let row = &mut out[(start + j) * words..(start + j + 1) * words];
+            for (w, r) in row.iter_mut().enumerate() {
+                *r = block[w][j];
+            }
+        }
+    }
+}
+
+/// Transposes a 64x64 bit matrix, bit `c` of `a[r]` being element `(r, c)`.
+fn transpose64(a: &mut [u64; 64]) {
+    let mut j = 32;
+    let mut m: u64 = 0x0000_0000_FFFF_FFFF;
+    while j != 0 {
+        let mut k = 0;
+        while k < 64 {
+            let t = ((a[k] >> j) ^ a[k + j]) & m;
+            a[k + j] ^= t;
+            a[k] ^= t << j;
+            k = (k + j + 1) & !j;
+        }
+        j >>= 1;
+        m ^= m << j;
+    }
+}
+
 /// Mask words needed for the links of a switch (at least 1, at most 4: 254 ports).
-fn words_for(adj: &[Adj]) -> usize {
+pub(crate) fn words_for(adj: &[Adj]) -> usize {
     adj.len().div_ceil(64).max(1)
 }
 
@@ -295,4 +342,28 @@ fn group_of(
     };
     gid[dsw] = u32::from(g);
     g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transpose_matches_the_definition() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut a = [0u64; 64];
+        for v in &mut a {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            *v = x;
+        }
+        let orig = a;
+        transpose64(&mut a);
+        for r in 0..64 {
+            for c in 0..64 {
+                assert_eq!(a[c] >> r & 1, orig[r] >> c & 1, "({r}, {c})");
+            }
+        }
+    }
 }

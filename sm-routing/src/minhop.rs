@@ -40,14 +40,22 @@ impl Policy for MinHopPolicy<'_, '_> {
     fn masks(&self, s: SwIdx, words: usize, out: &mut [u64]) {
         // hops.to(x)[d] = distance between x and d (either way).
         let row_s = self.hops.to(s);
-        out.fill(0);
-        for (i, a) in self.topo.adj(s).iter().enumerate() {
-            let row_p = self.hops.to(a.peer);
-            let (w, bit) = (i / 64, 1u64 << (i % 64));
-            for (d, (&hs, &hp)) in row_s.iter().zip(row_p).enumerate() {
-                let ok = hs != u8::MAX && hp.wrapping_add(1) == hs;
-                out[d * words + w] |= bit * u64::from(ok);
-            }
-        }
+        let adj = self.topo.adj(s);
+        crate::fill::build_masks(
+            self.topo.num_switches(),
+            adj.len(),
+            words,
+            out,
+            |i, start, len| {
+                let hs = &row_s[start..start + len];
+                let hp = &self.hops.to(adj[i].peer)[start..start + len];
+                let mut m = 0u64;
+                for (j, (&hs, &hp)) in hs.iter().zip(hp).enumerate() {
+                    let ok = hs != u8::MAX && hp.wrapping_add(1) == hs;
+                    m |= u64::from(ok) << j;
+                }
+                m
+            },
+        );
     }
 }

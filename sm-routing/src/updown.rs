@@ -298,28 +298,31 @@ fn label_to(dirs: &Dirs, d: usize, col: &mut [u8], sc: &mut Scratch) -> bool {
 /// minimal legal next hop towards `d` (see the module doc).
 pub(crate) fn label_masks(labels: &Labels, dirs: &Dirs, s: SwIdx, words: usize, out: &mut [u64]) {
     let row_s = labels.row(s.idx());
-    out.fill(0);
-    for (i, &(p, dir)) in dirs.of(s.idx()).iter().enumerate() {
-        let row_p = labels.row(p as usize);
-        let (w, bit) = (i / 64, 1u64 << (i % 64));
+    let links = dirs.of(s.idx());
+    crate::fill::build_masks(labels.n, links.len(), words, out, |i, start, len| {
+        let (p, dir) = links[i];
+        let ls = &row_s[start..start + len];
+        let lp = &labels.row(p as usize)[start..start + len];
+        let mut m = 0u64;
         match dir {
             DOWN => {
-                for (d, (&ls, &lp)) in row_s.iter().zip(row_p).enumerate() {
+                for (j, (&ls, &lp)) in ls.iter().zip(lp).enumerate() {
                     // s down-labelled, p down-labelled one shorter.
                     let ok = ls & DOWN_FLAG != 0 && ls != DOWN_FLAG && lp == ls.wrapping_sub(1);
-                    out[d * words + w] |= bit * u64::from(ok);
+                    m |= u64::from(ok) << j;
                 }
             }
             UP => {
-                for (d, (&ls, &lp)) in row_s.iter().zip(row_p).enumerate() {
+                for (j, (&ls, &lp)) in ls.iter().zip(lp).enumerate() {
                     // s up-labelled (and reachable), p any label one shorter.
                     let ok = ls & DOWN_FLAG == 0 && ls != UNREACHABLE && (lp & 0x7F) + 1 == ls;
-                    out[d * words + w] |= bit * u64::from(ok);
+                    m |= u64::from(ok) << j;
                 }
             }
             _ => {}
         }
-    }
+        m
+    });
 }
 
 #[cfg(test)]
