@@ -360,9 +360,9 @@ mod tests {
         }
         let orig = a;
         transpose64(&mut a);
-        for r in 0..64 {
-            for c in 0..64 {
-                assert_eq!(a[c] >> r & 1, orig[r] >> c & 1, "({r}, {c})");
+        for (r, row) in orig.iter().enumerate() {
+            for (c, col) in a.iter().enumerate() {
+                assert_eq!(col >> r & 1, row >> c & 1, "({r}, {c})");
             }
         }
     }
