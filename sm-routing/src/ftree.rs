@@ -4,19 +4,20 @@
 //! # Detecting the tree
 //!
 //! Compute nodes (CNs) are the CA ports of [`Options::compute_nodes`], or every CA port.
-//! Ranks come from the roots: those of [`Options::roots`], or else the switches farthest
-//! from any switch with CNs (a breadth-first search from the CN switches; when every switch
-//! has CNs there is nothing above the leaves and the fabric is not a fat-tree). Other CAs
-//! (I/O nodes) may hang off any switch. Ranks are
-//! breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or
-//! one rank (a sibling link, never used). The leaf rank is the highest rank (with roots
-//! given: the rank of the first CN's switch); every CN must hang off a switch at the leaf
-//! rank, the tree must have 2 to 8 levels, every switch must be ranked, and every switch
-//! with CAs must reach every destination by going up then down (a common ancestor). Any
-//! failure declines with [`RouteError::NotApplicable`] naming the switch or CA at fault, so a
-//! chain moves on. Unlike OpenSM, trees whose ranks differ in link counts (oversubscribed,
-//! pruned pods, uneven parallel links) are routed, not refused; LMC > 0 is supported (each
-//! LID of a port is routed as its own destination, round by round).
+//! Ranks come from the roots: those of [`Options::roots`] (GUIDs naming no switch are
+//! ignored), or else the switches farthest from any switch with CNs (a breadth-first search
+//! from the CN switches; when every switch has CNs there is nothing above the leaves and the
+//! fabric is not a fat-tree). Other CAs (I/O nodes) may hang off any switch. Ranks are
+//! breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or one
+//! rank (a sibling link, never used). The leaf rank is the rank of most CNs, which must be
+//! the highest rank (with roots given: the rank of the first CN's switch). Every CN must
+//! hang off a switch at the leaf rank, the tree must have 2 to 8 levels, every switch must be
+//! ranked, and every switch with CNs must reach every destination by going up then down (a
+//! common ancestor). Any failure declines with [`RouteError::NotApplicable`] naming the
+//! switch or CA at fault, so a chain moves on. Unlike OpenSM, trees whose ranks differ in
+//! link counts (oversubscribed, pruned pods, uneven parallel links) are routed, not refused,
+//! and LMC > 0 is supported (each LID of a port is routed as its own destination, round by
+//! round).
 //!
 //! # Routing
 //!
