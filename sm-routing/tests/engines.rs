@@ -369,3 +369,64 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn ftree_with_given_roots_and_compute_nodes() {
+    let f = fabric(
+        &GenSpec::FatTree3(FatTree3 {
+            pods: Some(3),
+            ..FatTree3::new(4)
+        }),
+        0,
+    );
+    let topo = Topo::new(&f).unwrap();
+    let cores: Vec<Guid> = (0..topo.num_switches() as u32)
+        .map(|s| topo.guid(SwIdx(s)))
+        .filter(|g| g.0 >> 32 & 0xffff == 3)
+        .collect();
+    let opts = Options {
+        roots: cores,
+        adaptive: true,
+        ..Options::default()
+    };
+    let r = engine("ftree").unwrap().route(&topo, &opts).unwrap();
+    check_reach(&topo, &r);
+    check_ar(&topo, &r);
+    assert!(!has_credit_loop(&topo, &r));
+
+    let opts = Options {
+        roots: vec![Guid(0xdead)],
+        ..Options::default()
+    };
+    let err = engine("ftree")
+        .unwrap()
+        .route(&topo, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("none of the 1 root GUID(s)"), "{err}");
+
+    let opts = Options {
+        compute_nodes: vec![Guid(0xbeef)],
+        ..Options::default()
+    };
+    let err = engine("ftree")
+        .unwrap()
+        .route(&topo, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("none of the 1 compute-node GUID(s)"), "{err}");
+}
+
+#[test]
+fn unknown_engine_stops_the_chain() {
+    let f = fabric(&GenSpec::FatTree2(FatTree2::new(4)), 0);
+    let topo = Topo::new(&f).unwrap();
+    let err = route_chain("ftree,nosuch", &topo, &Options::default());
+    // ftree routes first, so the unknown name is never reached...
+    assert_eq!(err.unwrap().routes.engine, "ftree");
+    // ...but it stops a chain that gets to it.
+    let torus = fabric(&GenSpec::Torus(Grid::new(vec![3, 3], 1)), 0);
+    let topo = Topo::new(&torus).unwrap();
+    let err = route_chain("ftree,nosuch,updn", &topo, &Options::default()).unwrap_err();
+    assert!(matches!(err, RouteError::UnknownEngine(_)), "{err}");
+}
