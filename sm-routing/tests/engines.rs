@@ -322,7 +322,7 @@ fn family() -> impl Strategy<Value = GenSpec> {
                 ca_ports: 1,
             }
         )),
-        (2u32..=12, any::<u64>()).prop_map(|(n, seed)| GenSpec::Random(Random {
+        (2u32..=30, any::<u64>()).prop_map(|(n, seed)| GenSpec::Random(Random {
             switches: n,
             radix: 6,
             hosts_per_switch: 1,
@@ -334,7 +334,7 @@ fn family() -> impl Strategy<Value = GenSpec> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn every_engine_reaches_everything(spec in family(), lmc in 0u8..=1, adaptive in any::<bool>()) {
