@@ -122,6 +122,8 @@ pub trait Engine: Sync {
 pub fn engine(name: &str) -> Result<Box<dyn Engine>, RouteError> {
     match name {
         "minhop" => Ok(Box::new(crate::minhop::MinHop)),
+        "updn" => Ok(Box::new(crate::updn::UpDown)),
+        "ftree" => Ok(Box::new(crate::ftree::FatTree)),
         other => Err(RouteError::UnknownEngine(other.to_string())),
     }
 }

@@ -3,11 +3,13 @@
 //! prefer different next switches, so they take disjoint paths where the fabric allows.
 //! Switches are independent, so they are routed in parallel; the result does not depend on
 //! the number of threads.
-
-use rayon::prelude::*;
-use sm_mad::Lid;
+//!
+//! The shortest-path ports of a switch towards every destination switch are computed once
+//! per switch as bit masks (distance matrix rows of the switch and of its neighbours; the
+//! matrix is symmetric, so a row is also a column), then [`crate::fill`] picks per LID.
 
 use crate::engine::{Engine, Options, RouteError, Routes};
+use crate::fill::{Policy, fill, jobs_in_dest_order};
 use crate::topo::{HopMatrix, SwIdx, Topo};
 
 /// The engine.
@@ -19,59 +21,41 @@ impl Engine for MinHop {
         "minhop"
     }
 
-    fn route(&self, topo: &Topo<'_>, _opts: &Options) -> Result<Routes, RouteError> {
-        let hops = topo.hop_matrix();
-        let mut routes = Routes::empty(self.name(), topo);
-        routes
-            .lft
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(s, table)| route_switch(topo, &hops, SwIdx(s as u32), table));
-        Ok(routes)
+    fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
+        let policy = MinHopPolicy {
+            topo,
+            hops: topo.hop_matrix(),
+        };
+        let jobs = jobs_in_dest_order(topo);
+        Ok(fill(self.name(), topo, &policy, &jobs, opts.adaptive))
     }
 }
 
-/// Fills one switch's table.
-fn route_switch(topo: &Topo<'_>, hops: &HopMatrix, s: SwIdx, table: &mut [u8]) {
-    let adj = topo.adj(s);
-    let mut load = [0u32; 256];
-    // Next switches already used by earlier LIDs of the same destination port.
-    let mut used_peers: Vec<SwIdx> = Vec::new();
-    for d in &topo.dests {
-        used_peers.clear();
-        for lid in d.lids() {
-            let port = if d.sw == s {
-                Some(d.sw_port)
-            } else {
-                let here = hops.get(s, d.sw);
-                if here == u8::MAX {
-                    None
-                } else {
-                    let to = hops.to(d.sw);
-                    // Best candidate: not yet used by this port's other LIDs, then least
-                    // loaded, then lowest port number.
-                    adj.iter()
-                        .filter(|a| to[a.peer.idx()] == here - 1)
-                        .min_by_key(|a| {
-                            (used_peers.contains(&a.peer), load[a.port as usize], a.port)
-                        })
-                        .map(|a| {
-                            used_peers.push(a.peer);
-                            a.port
-                        })
+struct MinHopPolicy<'a, 'f> {
+    topo: &'a Topo<'f>,
+    hops: HopMatrix,
+}
+
+impl Policy for MinHopPolicy<'_, '_> {
+    fn masks(&self, s: SwIdx, words: usize, out: &mut [u64]) {
+        // hops.to(x)[d] = distance between x and d (either way).
+        let row_s = self.hops.to(s);
+        let adj = self.topo.adj(s);
+        crate::fill::build_masks(
+            self.topo.num_switches(),
+            adj.len(),
+            words,
+            out,
+            |i, start, len| {
+                let hs = &row_s[start..start + len];
+                let hp = &self.hops.to(adj[i].peer)[start..start + len];
+                let mut m = 0u64;
+                for (j, (&hs, &hp)) in hs.iter().zip(hp).enumerate() {
+                    let ok = hs != u8::MAX && hp.wrapping_add(1) == hs;
+                    m |= u64::from(ok) << j;
                 }
-            };
-            if let Some(p) = port {
-                load[p as usize] += 1;
-                set(table, lid, p);
-            }
-        }
-    }
-}
-
-#[inline]
-fn set(table: &mut [u8], lid: Lid, port: u8) {
-    if let Some(e) = table.get_mut(lid.0 as usize) {
-        *e = port;
+                m
+            },
+        );
     }
 }

@@ -1,0 +1,284 @@
+//! Up/down routing, deadlock-free on any topology.
+//!
+//! # Roots and ranks
+//!
+//! Root switches come from [`Options::roots`] (OpenSM's `root_guid_file`; GUIDs that name
+//! no switch are ignored, and when none is left the engine declines). Without them they are
+//! detected:
+//! 1. if the fabric is a tree in the fat-tree engine's sense (every CA on a leaf, all leaves
+//!    at one distance from the switches farthest from any CA), the roots are those farthest
+//!    switches, the top rank;
+//! 2. otherwise as OpenSM does: a switch is a root when one hop count covers more than 90%
+//!    of the CAs and no other hop count more than 5% (a spine sees every CA at one
+//!    distance);
+//! 3. when no switch qualifies (a torus, where every switch sees CAs at every distance),
+//!    the most central switch: smallest eccentricity, then smallest total distance to the
+//!    CAs, then lowest GUID.
+//!
+//! Several detected roots can leave a switch with CAs without a legal path to some LID (in
+//! a dragonfly+, two spines of different groups joined by nothing at their rank); then the
+//! single most central switch is the root instead, with which every pair of a connected
+//! fabric has a path (up the breadth-first tree to the root, down it to the destination).
+//! Given roots are used as they are.
+//!
+//! Ranks are breadth-first distances from the roots. A move `s → t` goes *up* when
+//! `(rank, GUID)` of `t` is smaller than that of `s`, down otherwise: a total order, so links
+//! between switches of one rank (roots included; OpenSM treats root-to-root links as up in
+//! both directions) have a direction too. Switches the roots do not reach rank after all
+//! others.
+//!
+//! # Routes
+//!
+//! [`crate::updown`] labels every switch towards every destination switch (shortest legal
+//! `up* down*` path, with the down phase consistent for destination-based tables, and a
+//! per-destination fallback that guarantees every switch with any legal path gets one);
+//! [`crate::fill`] then picks one port per LID among the minimal legal ones with minhop's
+//! load balancing. The adaptive-routing groups are those same sets.
+
+use sm_mad::Guid;
+
+use crate::engine::{Engine, Options, RouteError, Routes};
+use crate::fill::{Policy, fill, jobs_in_dest_order};
+use crate::topo::{SwIdx, Topo};
+use crate::updown::{DOWN, Dirs, Labels, UP, label_masks};
+
+/// The engine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UpDown;
+
+/// How the roots were chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum RootSource {
+    /// From [`Options::roots`].
+    Given,
+    /// The top rank of a fat-tree.
+    TreeTop,
+    /// OpenSM's hop-count histogram.
+    Histogram,
+    /// The most central switch.
+    Center,
+}
+
+/// Roots and ranks of a fabric, as up/down routing sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ranking {
+    /// Root switches, in switch order.
+    pub roots: Vec<SwIdx>,
+    /// Rank of every switch (0 = root; `u32::MAX` = not reached from any root).
+    pub rank: Vec<u32>,
+    pub source: RootSource,
+}
+
+impl Engine for UpDown {
+    fn name(&self) -> &'static str {
+        "updn"
+    }
+
+    fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
+        let ranking = ranking(topo, &opts.roots).map_err(|reason| RouteError::NotApplicable {
+            engine: "updn",
+            reason,
+        })?;
+        let (dirs, labels) = label(topo, &ranking);
+        let (dirs, labels) = if ranking.source != RootSource::Given
+            && ranking.roots.len() > 1
+            && !ca_switches_reach_all(topo, &labels)
+        {
+            // Several roots can leave pairs without a legal path (two roots with nothing
+            // between them at their rank); one root never does.
+            let roots = vec![center(topo)];
+            let rank = bfs_ranks(topo, &roots);
+            label(
+                topo,
+                &Ranking {
+                    roots,
+                    rank,
+                    source: RootSource::Center,
+                },
+            )
+        } else {
+            (dirs, labels)
+        };
+        let policy = LabelPolicy {
+            labels: &labels,
+            dirs: &dirs,
+        };
+        let jobs = jobs_in_dest_order(topo);
+        Ok(fill(self.name(), topo, &policy, &jobs, opts.adaptive))
+    }
+}
+
+fn label(topo: &Topo<'_>, ranking: &Ranking) -> (Dirs, Labels) {
+    let key = |s: SwIdx| (ranking.rank[s.idx()], topo.guid(s));
+    let dirs = Dirs::new(topo, |s, t| if key(t) < key(s) { UP } else { DOWN });
+    let labels = Labels::new(&dirs);
+    (dirs, labels)
+}
+
+/// Every switch with CAs has a legal path to every switch that owns a LID.
+pub(crate) fn ca_switches_reach_all(topo: &Topo<'_>, labels: &Labels) -> bool {
+    unreached_pair(topo, labels, |d| d.kind != sm_core::NodeKind::Switch).is_none()
+}
+
+/// A switch with sources (destinations `source` selects) and a destination switch it has
+/// no legal path to.
+pub(crate) fn unreached_pair(
+    topo: &Topo<'_>,
+    labels: &Labels,
+    source: impl Fn(&crate::topo::Dest) -> bool,
+) -> Option<(SwIdx, SwIdx)> {
+    let n = topo.num_switches();
+    let mut has_ca = vec![false; n];
+    let mut is_dest = vec![false; n];
+    for d in &topo.dests {
+        is_dest[d.sw.idx()] = true;
+        if source(d) {
+            has_ca[d.sw.idx()] = true;
+        }
+    }
+    for s in (0..n).filter(|&s| has_ca[s]) {
+        let row = labels.row(s);
+        if let Some(d) = (0..n).find(|&d| is_dest[d] && row[d] == crate::updown::UNREACHABLE) {
+            return Some((SwIdx(s as u32), SwIdx(d as u32)));
+        }
+    }
+    None
+}
+
+/// Candidates from up/down labels, no preference.
+pub(crate) struct LabelPolicy<'a> {
+    pub(crate) labels: &'a Labels,
+    pub(crate) dirs: &'a Dirs,
+}
+
+impl Policy for LabelPolicy<'_> {
+    fn masks(&self, s: SwIdx, words: usize, out: &mut [u64]) {
+        label_masks(self.labels, self.dirs, s, words, out);
+    }
+}
+
+/// Chooses the roots (see the module doc) and ranks every switch.
+pub fn ranking(topo: &Topo<'_>, roots: &[Guid]) -> Result<Ranking, String> {
+    let n = topo.num_switches();
+    let (roots, source) = if roots.is_empty() {
+        detect_roots(topo)
+    } else {
+        let mut want = roots.to_vec();
+        want.sort_unstable();
+        let found: Vec<SwIdx> = (0..n as u32)
+            .map(SwIdx)
+            .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
+            .collect();
+        if found.is_empty() {
+            return Err(format!(
+                "none of the {} root GUID(s) names a switch of the fabric",
+                roots.len()
+            ));
+        }
+        (found, RootSource::Given)
+    };
+    let rank = bfs_ranks(topo, &roots);
+    Ok(Ranking {
+        roots,
+        rank,
+        source,
+    })
+}
+
+/// Breadth-first distances from a set of switches (`u32::MAX` = unreached).
+pub(crate) fn bfs_ranks(topo: &Topo<'_>, from: &[SwIdx]) -> Vec<u32> {
+    let mut rank = vec![u32::MAX; topo.num_switches()];
+    let mut queue: Vec<SwIdx> = Vec::with_capacity(topo.num_switches());
+    for &r in from {
+        if rank[r.idx()] == u32::MAX {
+            rank[r.idx()] = 0;
+            queue.push(r);
+        }
+    }
+    let mut head = 0;
+    while head < queue.len() {
+        let s = queue[head];
+        head += 1;
+        let next = rank[s.idx()] + 1;
+        for a in topo.adj(s) {
+            if rank[a.peer.idx()] == u32::MAX {
+                rank[a.peer.idx()] = next;
+                queue.push(a.peer);
+            }
+        }
+    }
+    rank
+}
+
+fn detect_roots(topo: &Topo<'_>) -> (Vec<SwIdx>, RootSource) {
+    let n = topo.num_switches();
+    if let Ok(tree) = crate::ftree::detect(topo, &Options::default()) {
+        let roots: Vec<SwIdx> = (0..n as u32)
+            .map(SwIdx)
+            .filter(|s| tree.rank[s.idx()] == 0)
+            .collect();
+        if !roots.is_empty() {
+            return (roots, RootSource::TreeTop);
+        }
+    }
+    // CAs (and routers) per switch.
+    let mut cas = vec![0u32; n];
+    let mut total = 0u64;
+    for d in &topo.dests {
+        if d.kind != sm_core::NodeKind::Switch {
+            cas[d.sw.idx()] += 1;
+            total += 1;
+        }
+    }
+    let hops = topo.hop_matrix();
+    let mut roots = Vec::new();
+    for s in (0..n as u32).map(SwIdx) {
+        let mut hist = [0u64; 256];
+        for (t, &h) in hops.to(s).iter().enumerate() {
+            if h != u8::MAX {
+                hist[h as usize] += u64::from(cas[t]);
+            }
+        }
+        let over90 = hist.iter().filter(|&&c| c * 10 > total * 9).count();
+        let over5 = hist.iter().filter(|&&c| c * 20 > total).count();
+        if total > 0 && over90 == 1 && over5 == 1 {
+            roots.push(s);
+        }
+    }
+    if !roots.is_empty() {
+        return (roots, RootSource::Histogram);
+    }
+    (vec![center_of(topo, &hops, &cas)], RootSource::Center)
+}
+
+/// The most central switch (see the module doc).
+fn center(topo: &Topo<'_>) -> SwIdx {
+    let mut cas = vec![0u32; topo.num_switches()];
+    for d in &topo.dests {
+        if d.kind != sm_core::NodeKind::Switch {
+            cas[d.sw.idx()] += 1;
+        }
+    }
+    center_of(topo, &topo.hop_matrix(), &cas)
+}
+
+fn center_of(topo: &Topo<'_>, hops: &crate::topo::HopMatrix, cas: &[u32]) -> SwIdx {
+    let n = topo.num_switches();
+    let mut best: Option<(u8, u64, Guid, SwIdx)> = None;
+    for s in (0..n as u32).map(SwIdx) {
+        let mut ecc = 0u8;
+        let mut sum = 0u64;
+        for (t, &h) in hops.to(s).iter().enumerate() {
+            if h == u8::MAX {
+                continue;
+            }
+            ecc = ecc.max(h);
+            sum += u64::from(h) * u64::from(cas[t]);
+        }
+        let cand = (ecc, sum, topo.guid(s), s);
+        if best.is_none_or(|b| (cand.0, cand.1, cand.2) < (b.0, b.1, b.2)) {
+            best = Some(cand);
+        }
+    }
+    best.map_or(SwIdx(0), |b| b.3)
+}
