@@ -34,7 +34,12 @@ fn consistent(m: &Metrics) {
         .sum();
     assert_eq!(a.switch_links.total, links);
     assert!(a.switch_links.max as f64 >= a.switch_links.mean);
-    assert!(m.shifts.per_shift.windows(2).all(|w| w[0].shift < w[1].shift));
+    assert!(
+        m.shifts
+            .per_shift
+            .windows(2)
+            .all(|w| w[0].shift < w[1].shift)
+    );
     assert_eq!(m.shifts.shifts, m.shifts.per_shift.len());
     if let Some(b) = &m.bisection {
         assert!((0.0..=1.0).contains(&b.ebb), "{b:?}");
@@ -94,7 +99,10 @@ fn lmc_paths_use_both_spines() {
     let d = m.diversity.unwrap();
     // 8 hosts x 6 hosts on other leaves.
     assert_eq!(d.pairs, 48);
-    assert_eq!((d.mean_paths, d.min_paths, d.disjoint_fraction), (2.0, 2, 1.0));
+    assert_eq!(
+        (d.mean_paths, d.min_paths, d.disjoint_fraction),
+        (2.0, 2, 1.0)
+    );
 }
 
 #[test]
@@ -136,7 +144,10 @@ fn ring_clockwise_loads() {
         .map(|s| (s.shift, s.max_load))
         .collect();
     assert_eq!(loads, [(1, 1), (2, 2), (3, 3)]);
-    assert_eq!((m.shifts.worst_max_load, m.shifts.worst_shift), (3, Some(3)));
+    assert_eq!(
+        (m.shifts.worst_max_load, m.shifts.worst_shift),
+        (3, Some(3))
+    );
 }
 
 #[test]
@@ -165,7 +176,11 @@ fn broken_tables_count_unrouted_flows() {
     assert!(m.hops.unrouted_pairs > 0);
     assert_eq!(m.all_to_all.unrouted_flows, m.hops.unrouted_pairs);
     // Nothing but empty tables: no panic, everything unrouted.
-    let m = metrics(&topo, &Routes::empty("none", &topo), &MetricsOptions::default());
+    let m = metrics(
+        &topo,
+        &Routes::empty("none", &topo),
+        &MetricsOptions::default(),
+    );
     consistent(&m);
     assert_eq!(m.hops.unrouted_pairs, 56);
     assert_eq!(m.bisection.unwrap().ebb, 0.0);
@@ -185,7 +200,12 @@ fn shifts_are_sampled_beyond_the_limit() {
     consistent(&m);
     assert!(m.shifts.sampled);
     assert_eq!(m.shifts.shifts, 5);
-    assert!(m.shifts.per_shift.iter().all(|s| (1..32).contains(&s.shift)));
+    assert!(
+        m.shifts
+            .per_shift
+            .iter()
+            .all(|s| (1..32).contains(&s.shift))
+    );
     assert_eq!(m.bisection.as_ref().unwrap().samples, 3);
     let other = metrics(
         &topo,

@@ -372,7 +372,13 @@ fn validate_dump(name: &str, topo_file: &str, lft_file: &str) -> Validation {
 
 #[test]
 fn opensm_tables_are_valid() {
-    for name in ["2sw2path4hca2port", "2sw2path4hca", "net", "fattree-3leaf", "top64"] {
+    for name in [
+        "2sw2path4hca2port",
+        "2sw2path4hca",
+        "net",
+        "fattree-3leaf",
+        "top64",
+    ] {
         let v = validate_dump(name, "ibnetdiscover.txt", "opensm-lfts.dump");
         assert!(v.is_valid(), "{name}: {v}");
         assert_eq!(v.forwarding_loops, 0, "{name}");

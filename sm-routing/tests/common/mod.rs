@@ -85,7 +85,10 @@ pub fn sw_lid(f: &Fabric, s: usize) -> Lid {
 
 /// Snapshot index of switch `s` of a fabric made by [`Build`].
 pub fn sw(topo: &Topo<'_>, s: usize) -> SwIdx {
-    let n = topo.fabric.node_by_guid(Guid(0x20_0000 + s as u64)).unwrap();
+    let n = topo
+        .fabric
+        .node_by_guid(Guid(0x20_0000 + s as u64))
+        .unwrap();
     topo.sw_of(n).unwrap()
 }
 
