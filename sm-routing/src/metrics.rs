@@ -369,12 +369,7 @@ impl Ctx<'_, '_> {
 
         let routed: u64 = acc.hist.iter().sum();
         let pairs = routed + acc.unrouted;
-        let weighted: u64 = acc
-            .hist
-            .iter()
-            .enumerate()
-            .map(|(h, n)| h as u64 * n)
-            .sum();
+        let weighted: u64 = acc.hist.iter().enumerate().map(|(h, n)| h as u64 * n).sum();
         let present = || acc.hist.iter().enumerate().filter(|(_, n)| **n > 0);
         let hops = HopStats {
             pairs,
@@ -466,7 +461,10 @@ impl Ctx<'_, '_> {
 
     /// Walks the flow `src -> dst` (indices into dests), pushing its channels.
     fn flow(&self, src: u32, dst: u32, path: &mut Vec<u32>) -> bool {
-        let (s, d) = (&self.topo.dests[src as usize], &self.topo.dests[dst as usize]);
+        let (s, d) = (
+            &self.topo.dests[src as usize],
+            &self.topo.dests[dst as usize],
+        );
         walk_path(
             self.w,
             self.routes,
@@ -654,15 +652,7 @@ impl Ctx<'_, '_> {
                         offs.clear();
                         for lid in dest.lids() {
                             let start = path.len();
-                            if walk_path(
-                                self.w,
-                                self.routes,
-                                &self.topo.dests,
-                                sw,
-                                lid,
-                                d,
-                                path,
-                            ) {
+                            if walk_path(self.w, self.routes, &self.topo.dests, sw, lid, d, path) {
                                 offs.push((start, path.len()));
                             } else {
                                 path.truncate(start);

@@ -354,7 +354,11 @@ impl fmt::Display for Validation {
             }
         }
         if self.isolated_ports > 0 {
-            writeln!(f, "  isolated end ports (not checked): {}", self.isolated_ports)?;
+            writeln!(
+                f,
+                "  isolated end ports (not checked): {}",
+                self.isolated_ports
+            )?;
         }
         Ok(())
     }
@@ -471,11 +475,7 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
         engine: routes.engine.to_string(),
         switches: n,
         sources: w.sources().len(),
-        lids: topo
-            .dests
-            .iter()
-            .map(|d| 1usize << d.lmc)
-            .sum::<usize>(),
+        lids: topo.dests.iter().map(|d| 1usize << d.lmc).sum::<usize>(),
         isolated_ports: topo.isolated.len(),
         pairs_checked: acc.ca_pairs + acc.sw_pairs,
         ca_to_ca_pairs: acc.ca_pairs,
@@ -559,8 +559,7 @@ impl Ctx<'_, '_> {
                 if step.hops > best {
                     acc.non_minimal += count;
                     acc.max_extra = acc.max_extra.max(step.hops - best);
-                    let stretch =
-                        (step.hops + end_links) as f64 / (best + end_links).max(1) as f64;
+                    let stretch = (step.hops + end_links) as f64 / (best + end_links).max(1) as f64;
                     acc.max_stretch = acc.max_stretch.max(stretch);
                 }
                 continue;
