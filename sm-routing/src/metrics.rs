@@ -401,37 +401,51 @@ impl Ctx<'_, '_> {
     /// Traffic of every CA to `dests[d]`, pushed down the forwarding tree in order of
     /// decreasing distance.
     fn push_counts(&self, d: u32, col: Col<'_>, acc: &mut A2aAcc, sc: &mut A2aScratch) {
-        let n = self.w.switches();
-        let dest_sw = self.topo.dests[d as usize].sw.0;
-        sc.tracer.run(self.w, &self.topo.dests, d, col);
-        sc.cnt.clear();
-        sc.cnt.resize(n, 0);
-        sc.bucket.clear();
-        for s in 0..n as u32 {
-            let mut c = self.w.sources_at(s).len() as u64;
+        let (w, dests) = (self.w, &self.topo.dests);
+        let dest_sw = dests[d as usize].sw.0;
+        sc.tracer
+            .run(w, dests, d, col, w.source_switches(), w.skip_for(dests, d));
+        let steps = &sc.tracer.steps;
+        if sc.cnt.len() != w.switches() {
+            sc.cnt.clear();
+            sc.cnt.resize(w.switches(), 0);
+        }
+        for &s in &sc.tracer.visited {
+            sc.cnt[s as usize] = 0;
+        }
+        for &s in w.source_switches() {
+            let mut c = w.sources_at(s).len() as u64;
             if s == dest_sw {
                 c -= 1;
             }
-            let st = sc.tracer.steps[s as usize];
+            if c == 0 {
+                continue;
+            }
+            let st = steps[s as usize];
             if st.fate != Fate::Delivered {
                 acc.unrouted += c;
                 continue;
             }
             sc.cnt[s as usize] = c;
-            let h = st.hops as usize;
-            if c > 0 {
-                let links = h + 2;
-                if acc.hist.len() <= links {
-                    acc.hist.resize(links + 1, 0);
-                }
-                acc.hist[links] += c;
+            let links = st.hops as usize + 2;
+            if acc.hist.len() <= links {
+                acc.hist.resize(links + 1, 0);
             }
-            if sc.bucket.len() <= h {
-                sc.bucket.resize(h + 1, 0);
-            }
-            sc.bucket[h] += 1;
+            acc.hist[links] += c;
         }
-        // Counting sort by decreasing hops: bucket[h] becomes the start of hop count h.
+        // Counting sort of the delivering switches by decreasing hops: bucket[h] becomes
+        // the start of hop count h in `order`.
+        sc.bucket.clear();
+        for &s in &sc.tracer.visited {
+            let st = steps[s as usize];
+            if st.fate == Fate::Delivered {
+                let h = st.hops as usize;
+                if sc.bucket.len() <= h {
+                    sc.bucket.resize(h + 1, 0);
+                }
+                sc.bucket[h] += 1;
+            }
+        }
         let mut start = 0u32;
         for b in sc.bucket.iter_mut().rev() {
             let len = *b;
@@ -440,8 +454,8 @@ impl Ctx<'_, '_> {
         }
         sc.order.clear();
         sc.order.resize(start as usize, 0);
-        for s in 0..n as u32 {
-            let st = sc.tracer.steps[s as usize];
+        for &s in &sc.tracer.visited {
+            let st = steps[s as usize];
             if st.fate == Fate::Delivered {
                 let slot = &mut sc.bucket[st.hops as usize];
                 sc.order[*slot as usize] = s;
@@ -450,11 +464,12 @@ impl Ctx<'_, '_> {
         }
         for &s in &sc.order {
             let c = sc.cnt[s as usize];
-            if sc.tracer.steps[s as usize].hops == 0 {
+            let ch = steps[s as usize].chan;
+            if ch == NONE {
                 acc.ca_loads[d as usize] += c;
-            } else if let Some((t, ch)) = self.w.next(s, col.port(s)) {
+            } else {
                 acc.loads[ch as usize] += c;
-                sc.cnt[t as usize] += c;
+                sc.cnt[w.head(ch) as usize] += c;
             }
         }
     }

@@ -410,12 +410,26 @@ struct Scratch {
 #[derive(Debug, Default)]
 struct Work {
     tracer: Tracer,
-    own: Vec<u16>,
+    /// Per switch: VLs of the traffic passing it (only with a VL function).
     through: Vec<u16>,
+    starts: Vec<u32>,
 }
 
-/// Dependency bit sets of one VL: per channel, 256 bits of output ports of its head
-/// switch.
+/// Sets the dependency of channel `c` on the channel leaving its head through `port`.
+#[inline]
+fn mark(w: &Wiring, set: &DepSets, c: u32, port: u8) {
+    let words = w.dep_words(c);
+    let Some(word) = set.get(words.start + port as usize / 64) else {
+        return;
+    };
+    let bit = 1u64 << (port % 64);
+    if word.load(Ordering::Relaxed) & bit == 0 {
+        word.fetch_or(bit, Ordering::Relaxed);
+    }
+}
+
+/// Dependency bit sets of one VL: per channel, a bit per port of its head switch (laid out
+/// by [`Wiring::dep_words`]).
 type DepSets = Box<[AtomicU64]>;
 
 struct Ctx<'a, 't> {
@@ -532,14 +546,17 @@ impl Ctx<'_, '_> {
 
     /// A LID held by `dests[d]`: count its pairs, describe failures, collect dependencies.
     fn owned(&self, d: u32, col: Col<'_>, acc: &mut Acc, sc: &mut Work) {
-        let dest = &self.topo.dests[d as usize];
+        let dests = &self.topo.dests;
+        let dest = &dests[d as usize];
         let lid = col.lid();
-        sc.tracer.run(self.w, &self.topo.dests, d, col);
+        let w = self.w;
+        sc.tracer
+            .run(w, dests, d, col, w.source_switches(), w.skip_for(dests, d));
         let to_ca = dest.kind != NodeKind::Switch;
         let dist = self.hops.to(dest.sw);
         let end_links = if to_ca { 2 } else { 1 };
-        for s in 0..self.w.switches() as u32 {
-            let srcs = self.w.sources_at(s);
+        for &s in w.source_switches() {
+            let srcs = w.sources_at(s);
             let mut count = srcs.len() as u64;
             if to_ca && dest.sw.0 == s {
                 count -= 1; // the destination itself
@@ -572,7 +589,7 @@ impl Ctx<'_, '_> {
                     continue;
                 }
                 acc.failures.push(Failure {
-                    source: self.topo.dests[src as usize].guid,
+                    source: dests[src as usize].guid,
                     lid,
                     dest: dest.guid,
                     fate: step.fate,
@@ -589,100 +606,109 @@ impl Ctx<'_, '_> {
             }
         }
         if self.opts.credit_loops {
-            self.dependencies(d, col, sc);
+            self.dependencies(d, lid, sc);
         }
     }
 
-    /// Marks the dependencies the traffic to one LID creates.
-    fn dependencies(&self, d: u32, col: Col<'_>, sc: &mut Work) {
-        let n = self.w.switches();
-        let lid = col.lid();
-        sc.own.clear();
-        sc.own.resize(n, 0);
-        sc.through.clear();
-        sc.through.resize(n, 0);
-        for s in 0..n as u32 {
-            let mut m = 0u16;
-            for &src in self.w.sources_at(s) {
-                if src == d {
+    /// Marks the dependencies the traffic to one LID creates. Every switch the trace
+    /// visited carries traffic of some source (walks start only at switches with sources).
+    fn dependencies(&self, d: u32, lid: Lid, sc: &mut Work) {
+        let w = self.w;
+        let steps = &sc.tracer.steps;
+        let Some(f) = &self.opts.vl else {
+            // Everything on VL 0.
+            if sc.tracer.visited.is_empty() {
+                return;
+            }
+            if self.used.load(Ordering::Relaxed) & 1 == 0 {
+                self.used.fetch_or(1, Ordering::Relaxed);
+            }
+            let set = self.dep_set(0);
+            for &s in &sc.tracer.visited {
+                let c1 = steps[s as usize].chan;
+                if c1 == NONE {
                     continue;
                 }
-                match &self.opts.vl {
-                    None => {
-                        m = 1;
-                        break;
-                    }
-                    Some(f) => m |= 1 << f(&self.topo.dests[src as usize], lid).min(15),
+                let c2 = steps[w.head(c1) as usize].chan;
+                if c2 != NONE {
+                    mark(w, set, c1, w.tail_port(c2));
                 }
             }
-            sc.own[s as usize] = m;
+            return;
+        };
+        // Per VL: each source switch's VLs, pushed down the channels (only new bits).
+        if sc.through.len() != w.switches() {
+            sc.through.clear();
+            sc.through.resize(w.switches(), 0);
         }
-        let all = sc.own.iter().fold(0u16, |a, &m| a | m) as u32;
-        if self.used.load(Ordering::Relaxed) & all != all {
-            self.used.fetch_or(all, Ordering::Relaxed);
+        for &s in &sc.tracer.visited {
+            sc.through[s as usize] = 0;
         }
-        // Push each switch's VLs down the forwarding pointers, only bits that are new.
-        for s in 0..n as u32 {
-            let add = sc.own[s as usize] & !sc.through[s as usize];
-            if add == 0 {
-                continue;
+        let mut all = 0u16;
+        for &s in w.source_switches() {
+            let mut own = 0u16;
+            for &src in w.sources_at(s) {
+                if src != d {
+                    own |= 1 << f(&self.topo.dests[src as usize], lid).min(15);
+                }
             }
-            sc.through[s as usize] |= add;
-            let (mut cur, mut m) = (s, add);
-            while let Some((t, _)) = self.w.next(cur, col.port(cur)) {
-                let new = m & !sc.through[t as usize];
-                if new == 0 {
+            all |= own;
+            let (mut cur, mut add) = (s, own & !sc.through[s as usize]);
+            while add != 0 {
+                sc.through[cur as usize] |= add;
+                let c = steps[cur as usize].chan;
+                if c == NONE {
                     break;
                 }
-                sc.through[t as usize] |= new;
-                (cur, m) = (t, new);
+                cur = w.head(c);
+                add &= !sc.through[cur as usize];
             }
         }
-        for s in 0..n as u32 {
-            let vls = sc.through[s as usize];
-            if vls == 0 {
+        if self.used.load(Ordering::Relaxed) & all as u32 != all as u32 {
+            self.used.fetch_or(all as u32, Ordering::Relaxed);
+        }
+        for &s in &sc.tracer.visited {
+            let c1 = steps[s as usize].chan;
+            if c1 == NONE {
                 continue;
             }
-            let Some((t, c1)) = self.w.next(s, col.port(s)) else {
-                continue;
-            };
-            let out = col.port(t);
-            if self.w.next(t, out).is_none() {
+            let c2 = steps[w.head(c1) as usize].chan;
+            if c2 == NONE {
                 continue;
             }
-            let word = c1 as usize * 4 + out as usize / 64;
-            let bit = 1u64 << (out % 64);
-            let mut v = vls;
+            let mut v = sc.through[s as usize];
             while v != 0 {
                 let vl = v.trailing_zeros() as usize;
                 v &= v - 1;
-                let set = self.deps[vl].get_or_init(|| {
-                    (0..self.w.chans.len() * 4)
-                        .map(|_| AtomicU64::new(0))
-                        .collect()
-                });
-                if set[word].load(Ordering::Relaxed) & bit == 0 {
-                    set[word].fetch_or(bit, Ordering::Relaxed);
-                }
+                mark(w, self.dep_set(vl), c1, w.tail_port(c2));
             }
         }
+    }
+
+    /// The dependency sets of a VL, allocated on first use.
+    fn dep_set(&self, vl: usize) -> &DepSets {
+        self.deps[vl].get_or_init(|| (0..self.w.dep_len()).map(|_| AtomicU64::new(0)).collect())
     }
 
     /// A LID nobody holds: report it when some switch routes it.
     fn stale(&self, col: Col<'_>, acc: &mut Acc, sc: &mut Work) {
         let n = self.w.switches() as u32;
-        let routed = (0..n).filter(|&s| col.port(s) != NO_ROUTE).count() as u32;
-        if routed == 0 {
+        sc.starts.clear();
+        sc.starts
+            .extend((0..n).filter(|&s| col.port(s) != NO_ROUTE));
+        if sc.starts.is_empty() {
             return;
         }
         acc.stale_count += 1;
         if acc.stale.len() >= self.opts.max_failures {
             return;
         }
-        sc.tracer.run(self.w, &self.topo.dests, NONE, col);
-        let mut ends: Vec<(Fate, u32, u8)> = (0..n)
-            .filter(|&s| col.port(s) != NO_ROUTE)
-            .map(|s| {
+        sc.tracer
+            .run(self.w, &self.topo.dests, NONE, col, &sc.starts, NONE);
+        let mut ends: Vec<(Fate, u32, u8)> = sc
+            .starts
+            .iter()
+            .map(|&s| {
                 let st = sc.tracer.steps[s as usize];
                 (st.fate, st.at, st.port)
             })
@@ -692,7 +718,7 @@ impl Ctx<'_, '_> {
         ends.truncate(self.opts.max_failures.max(1));
         acc.stale.push(StaleLid {
             lid: col.lid(),
-            switches: routed,
+            switches: sc.starts.len() as u32,
             ends: ends
                 .into_iter()
                 .map(|(fate, at, port)| DeadEnd {
@@ -730,17 +756,7 @@ impl Ctx<'_, '_> {
                     };
                     return (empty, None);
                 };
-                let bits: Vec<[u64; 4]> = sets
-                    .chunks_exact(4)
-                    .map(|c| {
-                        [
-                            c[0].load(Ordering::Relaxed),
-                            c[1].load(Ordering::Relaxed),
-                            c[2].load(Ordering::Relaxed),
-                            c[3].load(Ordering::Relaxed),
-                        ]
-                    })
-                    .collect();
+                let bits: Vec<u64> = sets.iter().map(|x| x.load(Ordering::Relaxed)).collect();
                 let g = Cdg { w: self.w, bits };
                 g.analyse(self.topo, vl)
             })
@@ -758,19 +774,29 @@ impl Ctx<'_, '_> {
 }
 
 /// One VL's channel dependency graph: successors of channel `c` are the channels leaving
-/// its head switch through the ports set in `bits[c]`.
+/// its head switch through the ports set in its words of `bits` ([`Wiring::dep_words`]).
 struct Cdg<'a> {
     w: &'a Wiring,
-    bits: Vec<[u64; 4]>,
+    bits: Vec<u64>,
 }
 
 impl Cdg<'_> {
+    /// Number of channels.
+    fn len(&self) -> usize {
+        self.w.chans.len()
+    }
+
+    /// Whether channel `c` depends on anything.
+    fn has_out(&self, c: u32) -> bool {
+        self.bits[self.w.dep_words(c)].iter().any(|&x| x != 0)
+    }
+
     /// The first successor of `c` at or after output port `from` (as port, channel).
     fn next_succ(&self, c: u32, from: u16) -> Option<(u16, u32)> {
-        let set = &self.bits[c as usize];
-        let head = self.w.chans[c as usize].to;
+        let set = &self.bits[self.w.dep_words(c)];
+        let head = self.w.head(c);
         let mut p = from as usize;
-        while p < 256 {
+        while p < set.len() * 64 {
             let word = set[p / 64] >> (p % 64);
             if word == 0 {
                 p = (p / 64 + 1) * 64;
@@ -786,7 +812,7 @@ impl Cdg<'_> {
     }
 
     fn analyse(&self, topo: &Topo<'_>, vl: u8) -> (VlGraph, Option<CreditLoop>) {
-        let m = self.bits.len();
+        let m = self.len();
         let mut has_in = vec![false; m];
         let mut dependencies = 0u64;
         for c in 0..m as u32 {
@@ -798,7 +824,7 @@ impl Cdg<'_> {
             }
         }
         let channels = (0..m)
-            .filter(|&c| has_in[c] || self.bits[c] != [0; 4])
+            .filter(|&c| has_in[c] || self.has_out(c as u32))
             .count() as u64;
 
         // Iterative Tarjan.
@@ -813,7 +839,7 @@ impl Cdg<'_> {
         let (mut cyclic, mut largest) = (0u64, 0u64);
         let mut first_cyclic: Option<u32> = None;
         for root in 0..m as u32 {
-            if index[root as usize] != NONE || self.bits[root as usize] == [0; 4] {
+            if index[root as usize] != NONE || !self.has_out(root) {
                 continue;
             }
             index[root as usize] = counter;
@@ -897,7 +923,7 @@ impl Cdg<'_> {
         topo: &Topo<'_>,
         vl: u8,
     ) -> Option<CreditLoop> {
-        let mut parent = vec![NONE; self.bits.len()];
+        let mut parent = vec![NONE; self.len()];
         let mut queue = vec![start];
         let mut head = 0;
         let mut last = None;

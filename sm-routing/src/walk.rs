@@ -89,15 +89,30 @@ pub(crate) struct Chan {
     pub(crate) to_port: u8,
 }
 
+/// Packed targets: a channel number, [`END`] `|` a destination index, [`OWN`] or [`OPEN`].
+const OPEN: u32 = u32::MAX;
+const OWN: u32 = u32::MAX - 1;
+const END: u32 = 1 << 31;
+
 /// Every switch port's target, the channels, and the source ports (CA and router ports)
 /// grouped by the switch they hang off.
 #[derive(Debug, Clone)]
 pub(crate) struct Wiring {
     port_off: Vec<u32>,
-    targets: Vec<Target>,
+    /// Per switch port, packed (see [`pack`]): 4 bytes, so the targets of the biggest
+    /// fabrics stay in a core's cache.
+    targets: Vec<u32>,
     pub(crate) chans: Vec<Chan>,
+    /// `chans[c].to` and the port it leaves its tail by, alone for the same reason.
+    chan_to: Vec<u32>,
+    chan_port: Vec<u8>,
+    /// Channel dependency sets: channel `c` owns the 64-bit words
+    /// `dep_off[c] .. dep_off[c + 1]`, one bit per port of its head switch.
+    dep_off: Vec<u32>,
     src_off: Vec<u32>,
     sources: Vec<u32>,
+    /// Switches with at least one source, ascending.
+    src_switches: Vec<u32>,
 }
 
 impl Wiring {
@@ -110,14 +125,11 @@ impl Wiring {
             let sw = SwIdx(s as u32);
             port_off.push(targets.len() as u32);
             let base = targets.len();
-            targets.push(Target::Own);
-            targets.extend(std::iter::repeat_n(Target::Open, topo.radix(sw) as usize));
+            targets.push(OWN);
+            targets.extend(std::iter::repeat_n(OPEN, topo.radix(sw) as usize));
             for a in topo.adj(sw) {
                 if let Some(t) = targets[base..].get_mut(a.port as usize) {
-                    *t = Target::Switch {
-                        sw: a.peer.0,
-                        chan: chans.len() as u32,
-                    };
+                    *t = chans.len() as u32;
                     chans.push(Chan {
                         from: s as u32,
                         port: a.port,
@@ -135,7 +147,7 @@ impl Wiring {
             }
             let (a, b) = (port_off[d.sw.idx()], port_off[d.sw.idx() + 1]);
             if let Some(t) = targets[a as usize..b as usize].get_mut(d.sw_port as usize) {
-                *t = Target::End { dest: i as u32 };
+                *t = END | i as u32;
             }
             count[d.sw.idx() + 1] += 1;
         }
@@ -151,12 +163,29 @@ impl Wiring {
                 *slot += 1;
             }
         }
+        let src_switches = (0..n as u32)
+            .filter(|&s| src_off[s as usize + 1] > src_off[s as usize])
+            .collect();
+        let chan_to = chans.iter().map(|c| c.to).collect();
+        let chan_port = chans.iter().map(|c| c.port).collect();
+        let mut dep_off = Vec::with_capacity(chans.len() + 1);
+        let mut words = 0u32;
+        for c in &chans {
+            dep_off.push(words);
+            let ports = port_off[c.to as usize + 1] - port_off[c.to as usize];
+            words += ports.div_ceil(64);
+        }
+        dep_off.push(words);
         Wiring {
             port_off,
             targets,
             chans,
+            chan_to,
+            chan_port,
+            dep_off,
             src_off,
             sources,
+            src_switches,
         }
     }
 
@@ -169,9 +198,16 @@ impl Wiring {
     #[inline]
     pub(crate) fn target(&self, s: u32, port: u8) -> Option<Target> {
         let (a, b) = (self.port_off[s as usize], self.port_off[s as usize + 1]);
-        self.targets[a as usize..b as usize]
-            .get(port as usize)
-            .copied()
+        let t = *self.targets[a as usize..b as usize].get(port as usize)?;
+        Some(match t {
+            OPEN => Target::Open,
+            OWN => Target::Own,
+            t if t & END != 0 => Target::End { dest: t & !END },
+            chan => Target::Switch {
+                sw: self.chan_to[chan as usize],
+                chan,
+            },
+        })
     }
 
     /// The channel leaving switch `s` through `port`.
@@ -190,18 +226,50 @@ impl Wiring {
         &self.sources[a as usize..b as usize]
     }
 
+    /// Switches with at least one source, ascending.
+    pub(crate) fn source_switches(&self) -> &[u32] {
+        &self.src_switches
+    }
+
+    /// The switch a walk to `dests[d]` need not start from: the destination's own switch
+    /// when the destination is its only source (a port does not send to itself).
+    pub(crate) fn skip_for(&self, dests: &[Dest], d: u32) -> u32 {
+        match dests.get(d as usize) {
+            Some(dest)
+                if dest.kind != NodeKind::Switch && self.sources_at(dest.sw.0).len() == 1 =>
+            {
+                dest.sw.0
+            }
+            _ => NONE,
+        }
+    }
+
     /// Every source port, grouped by switch.
     pub(crate) fn sources(&self) -> &[u32] {
         &self.sources
     }
 
-    /// The next switch and the channel to it when switch `s` forwards out `port`.
+    /// The head switch of channel `c`.
     #[inline]
-    pub(crate) fn next(&self, s: u32, port: u8) -> Option<(u32, u32)> {
-        match self.target(s, port) {
-            Some(Target::Switch { sw, chan }) => Some((sw, chan)),
-            _ => None,
-        }
+    pub(crate) fn head(&self, c: u32) -> u32 {
+        self.chan_to[c as usize]
+    }
+
+    /// The port channel `c` leaves its tail switch by.
+    #[inline]
+    pub(crate) fn tail_port(&self, c: u32) -> u8 {
+        self.chan_port[c as usize]
+    }
+
+    /// The words of channel `c`'s dependency set.
+    #[inline]
+    pub(crate) fn dep_words(&self, c: u32) -> std::ops::Range<usize> {
+        self.dep_off[c as usize] as usize..self.dep_off[c as usize + 1] as usize
+    }
+
+    /// Words of all dependency sets together.
+    pub(crate) fn dep_len(&self) -> usize {
+        self.dep_off.last().copied().unwrap_or(0) as usize
     }
 
     /// Switch node GUID and port of a channel's two ends.
@@ -274,60 +342,81 @@ pub(crate) struct Step {
     pub(crate) hops: u32,
     /// The switch where the walk ended (delivered, died, or the first switch revisited).
     pub(crate) at: u32,
+    /// The channel this switch forwards the LID on ([`NONE`] when it does not forward it
+    /// to a switch).
+    pub(crate) chan: u32,
 }
 
-const UNSEEN: u8 = 0;
-const ON_PATH: u8 = 1;
-const DONE: u8 = 2;
-
-/// Resolves every switch's [`Step`] for one LID. Buffers are reused across LIDs.
+/// Resolves the [`Step`]s of one LID for the switches walks from given start switches
+/// pass. Buffers are reused across LIDs; only `visited` switches have valid steps.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tracer {
     pub(crate) steps: Vec<Step>,
-    mark: Vec<u8>,
+    /// Switches resolved by the last run, each once.
+    pub(crate) visited: Vec<u32>,
+    /// `stamp[s]` = `epoch` while `s` is on the current path, `epoch + 1` once resolved.
+    stamp: Vec<u32>,
+    epoch: u32,
     path: Vec<u32>,
 }
 
 impl Tracer {
-    /// Walks from every switch towards the LID of `col`, owned by `dests[dest]` (or by nobody
-    /// when `dest` is [`NONE`]).
-    pub(crate) fn run(&mut self, w: &Wiring, dests: &[Dest], dest: u32, col: Col<'_>) {
+    /// Walks towards the LID of `col`, owned by `dests[dest]` (or by nobody when `dest` is
+    /// [`NONE`]), from every switch of `starts` but `skip`, and from every switch those
+    /// walks pass.
+    pub(crate) fn run(
+        &mut self,
+        w: &Wiring,
+        dests: &[Dest],
+        dest: u32,
+        col: Col<'_>,
+        starts: &[u32],
+        skip: u32,
+    ) {
         let n = w.switches();
-        let blank = Step {
-            fate: Fate::NoEntry,
-            port: NO_ROUTE,
-            hops: 0,
-            at: NONE,
-        };
-        self.steps.clear();
-        self.steps.resize(n, blank);
-        self.mark.clear();
-        self.mark.resize(n, UNSEEN);
+        if self.stamp.len() != n || self.epoch >= u32::MAX - 2 {
+            self.stamp.clear();
+            self.stamp.resize(n, 0);
+            self.epoch = 0;
+            let blank = Step {
+                fate: Fate::NoEntry,
+                port: NO_ROUTE,
+                hops: 0,
+                at: NONE,
+                chan: NONE,
+            };
+            self.steps.clear();
+            self.steps.resize(n, blank);
+        }
+        self.epoch += 2;
+        let (on_path, done) = (self.epoch, self.epoch + 1);
+        self.visited.clear();
         let owner_switch = dests
             .get(dest as usize)
             .filter(|d| d.kind == NodeKind::Switch)
             .map(|d| d.sw.0);
-        for s0 in 0..n as u32 {
-            if self.mark[s0 as usize] == DONE {
+        for &s0 in starts {
+            if s0 == skip || self.stamp[s0 as usize] == done {
                 continue;
             }
             self.path.clear();
             let mut s = s0;
             // The result at the switch after the last one on `path`.
             let end = loop {
-                match self.mark[s as usize] {
-                    DONE => break self.steps[s as usize],
-                    ON_PATH => {
-                        break Step {
-                            fate: Fate::Loop,
-                            port: col.port(s),
-                            hops: 0,
-                            at: s,
-                        };
-                    }
-                    _ => {}
+                let st = self.stamp[s as usize];
+                if st == done {
+                    break self.steps[s as usize];
                 }
-                self.mark[s as usize] = ON_PATH;
+                if st == on_path {
+                    break Step {
+                        fate: Fate::Loop,
+                        port: col.port(s),
+                        hops: 0,
+                        at: s,
+                        chan: NONE,
+                    };
+                }
+                self.stamp[s as usize] = on_path;
                 let port = col.port(s);
                 let fate = if port == NO_ROUTE {
                     Fate::NoEntry
@@ -339,7 +428,8 @@ impl Tracer {
                         Some(Target::Own) => Fate::NotOwner,
                         Some(Target::End { dest: e }) if e == dest => Fate::Delivered,
                         Some(Target::End { .. }) => Fate::WrongEndPort,
-                        Some(Target::Switch { sw, .. }) => {
+                        Some(Target::Switch { sw, chan }) => {
+                            self.steps[s as usize].chan = chan;
                             self.path.push(s);
                             s = sw;
                             continue;
@@ -351,17 +441,22 @@ impl Tracer {
                     port,
                     hops: 0,
                     at: s,
+                    chan: NONE,
                 };
                 self.steps[s as usize] = step;
-                self.mark[s as usize] = DONE;
+                self.stamp[s as usize] = done;
+                self.visited.push(s);
                 break step;
             };
             for (k, &p) in self.path.iter().rev().enumerate() {
-                self.steps[p as usize] = Step {
+                let step = &mut self.steps[p as usize];
+                *step = Step {
                     hops: end.hops.saturating_add(k as u32 + 1),
+                    chan: step.chan,
                     ..end
                 };
-                self.mark[p as usize] = DONE;
+                self.stamp[p as usize] = done;
+                self.visited.push(p);
             }
         }
     }

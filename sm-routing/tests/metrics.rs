@@ -223,3 +223,64 @@ fn shifts_are_sampled_beyond_the_limit() {
     let text = m.to_string();
     assert!(text.contains("shift permutations (5, sampled)"), "{text}");
 }
+
+#[test]
+fn all_to_all_matches_walking_every_pair() {
+    // A pruned 3-level tree, where minhop's loads are uneven: the per-destination push
+    // must give exactly what walking each of the N(N-1) flows gives.
+    let spec = GenSpec::FatTree3(sm_core::generate::FatTree3 {
+        pods: Some(3),
+        ..sm_core::generate::FatTree3::new(6)
+    });
+    let f = generated(&spec, 0);
+    let topo = Topo::new(&f).unwrap();
+    let r = minhop(&topo);
+    let m = metrics(&topo, &r, &MetricsOptions::default());
+    consistent(&m);
+
+    let mut load = std::collections::BTreeMap::new();
+    let cas: Vec<_> = topo
+        .dests
+        .iter()
+        .filter(|d| d.kind == sm_core::NodeKind::Ca)
+        .collect();
+    for a in &cas {
+        for b in &cas {
+            if a.port == b.port {
+                continue;
+            }
+            let mut s = a.sw;
+            while s != b.sw {
+                let p = r.port(s, b.base_lid).unwrap();
+                *load.entry((s, p)).or_insert(0u64) += 1;
+                s = topo.adj(s).iter().find(|x| x.port == p).unwrap().peer;
+            }
+        }
+    }
+    let links: usize = (0..topo.num_switches())
+        .map(|s| topo.adj(sm_routing::SwIdx(s as u32)).len())
+        .sum();
+    let total: u64 = load.values().sum();
+    let mean = total as f64 / links as f64;
+    let var = (load
+        .values()
+        .map(|&l| (l as f64 - mean).powi(2))
+        .sum::<f64>()
+        + (links - load.len()) as f64 * mean * mean)
+        / links as f64;
+    let s = &m.all_to_all.switch_links;
+    assert_eq!(s.links, links);
+    assert_eq!(s.total, total);
+    assert_eq!(s.max, *load.values().max().unwrap());
+    assert!((s.mean - mean).abs() < 1e-9);
+    assert!(
+        (s.stddev - var.sqrt()).abs() < 1e-9,
+        "{} vs {}",
+        s.stddev,
+        var.sqrt()
+    );
+    assert!(
+        s.max as f64 > s.mean,
+        "minhop is uneven on pruned 3-level trees"
+    );
+}

@@ -315,7 +315,7 @@ fn ring_split_over_two_vls_has_no_credit_loop() {
     // towards 2 and 3 on VL 0. A path that takes S2->S3 then S3->S0 ends at S0 or S1, so
     // VL 0 lacks that dependency; a path taking S0->S1 then S1->S2 ends at S2 or S3, so
     // VL 1 lacks that one. Neither graph closes the ring.
-    let mut vl_of = vec![0u8; 64];
+    let mut vl_of = [0u8; 64];
     for &(lid, at, _) in &lids {
         vl_of[lid.0 as usize] = u8::from(at < 2);
     }
@@ -429,7 +429,7 @@ fn stale_routes_after_a_cut_link() {
         for (s, lid) in v.stale_lids.iter().zip([20, 21]) {
             assert_eq!(s.lid, Lid(lid));
             assert_eq!(s.switches, 5, "every switch still routes LID {lid}");
-            assert_eq!(s.ends, [leaf3.clone()]);
+            assert_eq!(s.ends, std::slice::from_ref(&leaf3));
         }
         assert!(!v.is_valid());
         assert!(v.to_string().contains(
