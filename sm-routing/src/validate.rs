@@ -142,7 +142,7 @@ pub struct DeadEnd {
     pub reached: Option<Guid>,
 }
 
-/// A LID that no port of the topology holds, yet some switch routes.
+/// A LID that no switch-attached port of the snapshot holds, yet some switch routes.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StaleLid {
     pub lid: Lid,
@@ -256,7 +256,7 @@ pub struct Validation {
     /// Unreachable pairs whose walk revisits a switch.
     pub forwarding_loops: u64,
     pub by_fate: FateCounts,
-    /// The first `max_failures` failed pairs, by LID then source.
+    /// The first `max_failures` failed pairs, by LID, then by the source's switch.
     pub failures: Vec<Failure>,
     /// Delivered pairs whose switch-to-switch hops exceed the shortest distance.
     pub non_minimal_pairs: u64,
@@ -265,9 +265,11 @@ pub struct Validation {
     /// Largest ratio of links walked to links on a shortest path (end-to-end, CA links
     /// included), over delivered pairs; 1.0 when every route is minimal.
     pub max_stretch: f64,
-    /// Routed LIDs nobody holds (the first `max_failures`).
+    /// LIDs some switch routes although no port of the snapshot holds them (left-overs of
+    /// ports that left the fabric; ports cut off from every switch count as absent): the
+    /// first `max_failures`.
     pub stale_lids: Vec<StaleLid>,
-    /// Number of routed LIDs nobody holds.
+    /// Number of such LIDs.
     pub stale_lid_count: u64,
     /// Whether the channel dependency graphs were built.
     pub credit_loops_checked: bool,
