@@ -78,7 +78,7 @@ fn small() -> MetricsOptions {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn minhop_tables_are_valid_and_minimal(spec in spec(), lmc in 0u8..=1) {
