@@ -97,7 +97,7 @@ pub struct Failure {
     pub dest: Guid,
     /// How the walk ended.
     pub fate: Fate,
-    /// The switch where it ended (for a loop: the first switch visited twice).
+    /// The switch where it ended (for a loop: a switch of the loop, reached after `hops`).
     pub switch: Guid,
     /// That switch's description.
     pub switch_desc: String,

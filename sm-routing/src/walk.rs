@@ -340,7 +340,8 @@ pub(crate) struct Step {
     pub(crate) port: u8,
     /// Switch-to-switch links from this switch to `at`.
     pub(crate) hops: u32,
-    /// The switch where the walk ended (delivered, died, or the first switch revisited).
+    /// The switch where the walk ended (delivered or died there; for a loop, a switch of
+    /// the loop).
     pub(crate) at: u32,
     /// The channel this switch forwards the LID on ([`NONE`] when it does not forward it
     /// to a switch).
