@@ -20,7 +20,9 @@
 //! - **Shift permutations**: CAs in port GUID order; shift `k` sends CA `i` to CA
 //!   `(i + k) mod N`. A shift's load is its most loaded link (at least 1 when any flow is
 //!   routed: CA links carry one flow each). Every shift `1..N` when `N - 1 <=
-//!   max_shifts`, else a seeded sample of `max_shifts` distinct shifts.
+//!   max_shifts`, else a seeded sample of `max_shifts` distinct shifts. Each destination
+//!   receives one flow per shift, so shifts are counted in the same per-destination pass,
+//!   along the forwarding pointers it has already resolved.
 //! - **Effective bisection bandwidth** (after Hoefler, Schneider and Lumsdaine): a sample
 //!   shuffles the CAs, splits them into halves (one left out when N is odd) and pairs CA `i`
 //!   of one half with CA `i` of the other, a random perfect matching across the bisection;
@@ -37,6 +39,7 @@
 //! figures do not depend on the number of threads.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
 use sm_core::NodeKind;
@@ -263,21 +266,41 @@ struct Ctx<'a, 't> {
     topo: &'a Topo<'t>,
     routes: &'a Routes,
     w: &'a Wiring,
+    /// The CAs in port GUID order (indices into `dests`).
+    cas: Vec<u32>,
+    /// `dests` index -> position in `cas` ([`NONE`] for switches).
+    pos: Vec<u32>,
+    /// The shifts evaluated, ascending.
+    ks: Vec<u32>,
+    /// Per channel, per evaluated shift: flows (`channels × ks.len()`, channel-major: the
+    /// flows of one destination under every shift converge on the same channels).
+    shift_loads: Box<[AtomicU32]>,
 }
 
 /// Computes every figure of `routes` on `topo`.
 pub fn metrics(topo: &Topo<'_>, routes: &Routes, opts: &MetricsOptions) -> Metrics {
     let w = Wiring::new(topo);
+    let mut cas: Vec<u32> = w.sources().to_vec();
+    cas.sort_by_key(|&d| (topo.dests[d as usize].guid, d));
+    let mut pos = vec![NONE; topo.dests.len()];
+    for (i, &d) in cas.iter().enumerate() {
+        pos[d as usize] = i as u32;
+    }
+    let (ks, sampled) = pick_shifts(cas.len(), opts);
     let ctx = Ctx {
         topo,
         routes,
         w: &w,
+        shift_loads: (0..ks.len() * w.chans.len())
+            .map(|_| AtomicU32::new(0))
+            .collect(),
+        cas,
+        pos,
+        ks,
     };
-    let mut cas: Vec<u32> = w.sources().to_vec();
-    cas.sort_by_key(|&d| (topo.dests[d as usize].guid, d));
-    let (hops, all_to_all) = ctx.all_to_all();
-    let shifts = ctx.shifts(&cas, opts);
-    let bisection = ctx.bisection(&cas, opts);
+    let (hops, all_to_all, shift_unrouted) = ctx.all_to_all();
+    let shifts = ctx.shifts(sampled, &shift_unrouted);
+    let bisection = ctx.bisection(opts);
     let diversity = if opts.diversity {
         ctx.diversity()
     } else {
@@ -285,7 +308,7 @@ pub fn metrics(topo: &Topo<'_>, routes: &Routes, opts: &MetricsOptions) -> Metri
     };
     Metrics {
         engine: routes.engine.to_string(),
-        cas: cas.len(),
+        cas: ctx.cas.len(),
         hops,
         all_to_all,
         shifts,
@@ -294,12 +317,32 @@ pub fn metrics(topo: &Topo<'_>, routes: &Routes, opts: &MetricsOptions) -> Metri
     }
 }
 
+/// The shifts to evaluate: all of `1..n`, or a seeded sample of `max_shifts` of them
+/// (ascending), and whether it is a sample.
+fn pick_shifts(n: usize, opts: &MetricsOptions) -> (Vec<u32>, bool) {
+    let all = n.saturating_sub(1);
+    if all <= opts.max_shifts {
+        return ((1..n as u32).collect(), false);
+    }
+    let mut pool: Vec<u32> = (1..n as u32).collect();
+    let mut rng = SplitMix64::new(opts.seed);
+    for i in 0..opts.max_shifts {
+        let j = i + rng.below((pool.len() - i) as u64) as usize;
+        pool.swap(i, j);
+    }
+    pool.truncate(opts.max_shifts);
+    pool.sort_unstable();
+    (pool, true)
+}
+
 #[derive(Debug, Default)]
 struct A2aAcc {
     hist: Vec<u64>,
     unrouted: u64,
     loads: Vec<u64>,
     ca_loads: Vec<u64>,
+    /// Per evaluated shift: flows not delivered.
+    shift_unrouted: Vec<u64>,
 }
 
 impl A2aAcc {
@@ -314,6 +357,9 @@ impl A2aAcc {
             *a += b;
         }
         for (a, b) in self.ca_loads.iter_mut().zip(o.ca_loads) {
+            *a += b;
+        }
+        for (a, b) in self.shift_unrouted.iter_mut().zip(o.shift_unrouted) {
             *a += b;
         }
         self.unrouted += o.unrouted;
@@ -336,11 +382,12 @@ impl Ctx<'_, '_> {
             unrouted: 0,
             loads: vec![0; self.w.chans.len()],
             ca_loads: vec![0; self.topo.dests.len()],
+            shift_unrouted: vec![0; self.ks.len()],
         }
     }
 
-    /// Hop histogram and all-to-all loads, one destination base LID at a time.
-    fn all_to_all(&self) -> (HopStats, AllToAll) {
+    /// Hop histogram, all-to-all loads and shift loads, one destination base LID at a time.
+    fn all_to_all(&self) -> (HopStats, AllToAll, Vec<u64>) {
         let top = self.topo.lid_dest.len();
         let blocks: Vec<usize> = (0..top.div_ceil(BLOCK)).collect();
         let acc = blocks
@@ -395,7 +442,7 @@ impl Ctx<'_, '_> {
             switch_links: LoadStats::of(&acc.loads),
             ca_links: LoadStats::of(&ca_loads),
         };
-        (hops, a2a)
+        (hops, a2a, acc.shift_unrouted)
     }
 
     /// Traffic of every CA to `dests[d]`, pushed down the forwarding tree in order of
@@ -472,6 +519,23 @@ impl Ctx<'_, '_> {
                 sc.cnt[w.head(ch) as usize] += c;
             }
         }
+        // Shift k brings this destination one flow, from the CA k places before it.
+        let n = self.cas.len();
+        let i = self.pos[d as usize] as usize;
+        let nk = self.ks.len();
+        for (ki, &k) in self.ks.iter().enumerate() {
+            let src = self.cas[(i + n - k as usize % n) % n];
+            let s = dests[src as usize].sw.0;
+            if steps[s as usize].fate != Fate::Delivered {
+                acc.shift_unrouted[ki] += 1;
+                continue;
+            }
+            let mut ch = steps[s as usize].chan;
+            while ch != NONE {
+                self.shift_loads[ch as usize * nk + ki].fetch_add(1, Ordering::Relaxed);
+                ch = steps[w.head(ch) as usize].chan;
+            }
+        }
     }
 
     /// Walks the flow `src -> dst` (indices into dests), pushing its channels.
@@ -491,54 +555,29 @@ impl Ctx<'_, '_> {
         )
     }
 
-    fn shifts(&self, cas: &[u32], opts: &MetricsOptions) -> Shifts {
-        let n = cas.len();
-        let all = n.saturating_sub(1);
-        let sampled = all > opts.max_shifts;
-        let ks: Vec<u32> = if sampled {
-            let mut pool: Vec<u32> = (1..n as u32).collect();
-            let mut rng = SplitMix64::new(opts.seed);
-            for i in 0..opts.max_shifts {
-                let j = i + rng.below((pool.len() - i) as u64) as usize;
-                pool.swap(i, j);
+    /// The shift report from the loads the all-to-all pass collected.
+    fn shifts(&self, sampled: bool, unrouted: &[u64]) -> Shifts {
+        let n = self.cas.len() as u64;
+        let nk = self.ks.len();
+        let mut max = vec![0u32; nk];
+        for row in self.shift_loads.chunks_exact(nk.max(1)) {
+            for (m, l) in max.iter_mut().zip(row) {
+                *m = (*m).max(l.load(Ordering::Relaxed));
             }
-            pool.truncate(opts.max_shifts);
-            pool.sort_unstable();
-            pool
-        } else {
-            (1..n as u32).collect()
-        };
-        let results: Vec<(ShiftLoad, u64)> = ks
-            .par_iter()
-            .map_init(
-                || (vec![0u32; self.w.chans.len()], Vec::new()),
-                |(loads, path), &k| {
-                    loads.iter_mut().for_each(|l| *l = 0);
-                    let (mut routed, mut unrouted) = (false, 0u64);
-                    for i in 0..n {
-                        path.clear();
-                        let j = (i + k as usize) % n;
-                        if self.flow(cas[i], cas[j], path) {
-                            routed = true;
-                            for &c in path.iter() {
-                                loads[c as usize] += 1;
-                            }
-                        } else {
-                            unrouted += 1;
-                        }
-                    }
-                    let max = loads.iter().copied().max().unwrap_or(0).max(routed as u32);
-                    (
-                        ShiftLoad {
-                            shift: k,
-                            max_load: max,
-                        },
-                        unrouted,
-                    )
-                },
-            )
+        }
+        let per_shift: Vec<ShiftLoad> = self
+            .ks
+            .iter()
+            .zip(max)
+            .enumerate()
+            .map(|(ki, (&k, max))| {
+                let routed = unrouted.get(ki).is_some_and(|&u| u < n);
+                ShiftLoad {
+                    shift: k,
+                    max_load: max.max(routed as u32),
+                }
+            })
             .collect();
-        let per_shift: Vec<ShiftLoad> = results.iter().map(|r| r.0).collect();
         let worst = per_shift.iter().map(|s| s.max_load).max().unwrap_or(0);
         Shifts {
             shifts: per_shift.len(),
@@ -554,12 +593,13 @@ impl Ctx<'_, '_> {
                 per_shift.iter().map(|s| s.max_load as u64).sum::<u64>() as f64
                     / per_shift.len() as f64
             },
-            unrouted_flows: results.iter().map(|r| r.1).sum(),
+            unrouted_flows: unrouted.iter().sum(),
             per_shift,
         }
     }
 
-    fn bisection(&self, cas: &[u32], opts: &MetricsOptions) -> Option<Bisection> {
+    fn bisection(&self, opts: &MetricsOptions) -> Option<Bisection> {
+        let cas = &self.cas;
         let n = cas.len();
         if n < 2 || opts.bisections == 0 {
             return None;
