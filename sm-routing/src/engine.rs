@@ -53,8 +53,9 @@ pub struct SwitchAr {
 pub struct Routes {
     /// The engine that produced them.
     pub engine: &'static str,
-    /// `lft[s][lid]` = output port, [`NO_ROUTE`] when unset; every table spans
-    /// `0..=max_lid`.
+    /// `lft[s][lid]` = output port, [`NO_ROUTE`] when unset; every table spans at least
+    /// `0..=max_lid`. Tables read from elsewhere ([`Routes::from_lfts`]) keep entries beyond
+    /// the snapshot's highest LID: stale routes to LIDs nobody holds any more are findings.
     pub lft: Vec<Vec<u8>>,
     /// Adaptive-routing hints, when asked for.
     pub ar: Option<Vec<SwitchAr>>,
@@ -93,7 +94,9 @@ impl Routes {
     }
 
     /// Tables produced elsewhere, laid out for this snapshot. Switches without a table get
-    /// an empty one; tables of switches the snapshot lacks are an error naming them.
+    /// an empty one; tables of switches the snapshot lacks are an error naming them. A
+    /// table longer than the snapshot's LID range is kept whole (its entries above
+    /// `max_lid` route LIDs nobody holds, which validation reports).
     pub fn from_lfts(lfts: &Lfts, topo: &Topo<'_>) -> Result<Routes, Guid> {
         let mut r = Routes::empty("external", topo);
         for t in &lfts.switches {
@@ -103,8 +106,10 @@ impl Routes {
                 .and_then(|n| topo.sw_of(n))
                 .ok_or(t.guid)?;
             let row = &mut r.lft[s.idx()];
-            let n = row.len().min(t.ports.len());
-            row[..n].copy_from_slice(&t.ports[..n]);
+            if row.len() < t.ports.len() {
+                row.resize(t.ports.len(), NO_ROUTE);
+            }
+            row[..t.ports.len()].copy_from_slice(&t.ports);
         }
         Ok(r)
     }

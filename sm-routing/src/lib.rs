@@ -1,16 +1,22 @@
 //! Routing for `ibsm`: engines behind one trait, the snapshot they work on, adaptive-routing
-//! hints, and (in later modules) validation and quality metrics.
+//! hints, validation of forwarding tables (ours or another SM's) and their quality metrics.
 
 pub mod ar;
 pub mod engine;
 mod fill;
 pub mod ftree;
 pub mod guids;
+pub mod metrics;
 pub mod minhop;
 pub mod topo;
 pub mod updn;
 mod updown;
+pub mod validate;
+mod walk;
 
 pub use engine::{Engine, Options, RouteError, Routes, engine, route_chain};
 pub use guids::{GuidFileError, read_guid_file};
+pub use metrics::{Metrics, MetricsOptions, metrics};
 pub use topo::{SwIdx, Topo};
+pub use validate::{ValidateOptions, Validation, validate};
+pub use walk::Fate;

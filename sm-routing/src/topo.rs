@@ -72,7 +72,8 @@ pub struct Topo<'f> {
     sw_of: Vec<u32>,
     adj_off: Vec<u32>,
     adj: Vec<Adj>,
-    /// Ports that own LIDs and hang off a switch (CAs cabled only to CAs are left out).
+    /// Ports that own LIDs and hang off a switch (CAs cabled only to CAs are left out, and
+    /// so are unlinked CA ports without a LID, as down ports appear in discovered fabrics).
     pub dests: Vec<Dest>,
     /// LID -> index into `dests` (`u32::MAX` for a LID nobody holds).
     pub lid_dest: Vec<u32>,
@@ -120,6 +121,10 @@ impl<'f> Topo<'f> {
         for p in fabric.end_ports() {
             let port = fabric.port(p);
             let node = fabric.node(port.node);
+            if node.kind != NodeKind::Switch && port.remote.is_none() && port.lid.0 == 0 {
+                // A CA port that is down: nothing reaches it, and no SM gives it a LID.
+                continue;
+            }
             if !port.lid.is_unicast() {
                 return Err(TopoError::NoLid {
                     guid: port.guid,
