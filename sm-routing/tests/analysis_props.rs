@@ -5,7 +5,6 @@
 
 mod support;
 
-use support::generated;
 use proptest::prelude::*;
 use sm_core::generate::{
     Dragonfly, DragonflyPlus, FatTree2, FatTree3, GenSpec, Grid, KaryNTree, Random,
@@ -13,6 +12,7 @@ use sm_core::generate::{
 use sm_routing::{
     MetricsOptions, Options, Routes, Topo, ValidateOptions, engine, metrics, validate,
 };
+use support::generated;
 
 fn spec() -> impl Strategy<Value = GenSpec> {
     prop_oneof![

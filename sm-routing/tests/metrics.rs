@@ -4,9 +4,9 @@
 
 mod support;
 
-use support::{Build, ca_lid, generated, set, sw, sw_lid};
 use sm_core::generate::{FatTree2, GenSpec};
 use sm_routing::{Metrics, MetricsOptions, Options, Routes, Topo, engine, metrics};
+use support::{Build, ca_lid, generated, set, sw, sw_lid};
 
 fn minhop(topo: &Topo<'_>) -> Routes {
     engine("minhop")

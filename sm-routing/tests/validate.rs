@@ -8,12 +8,12 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use support::{Build, ca_lid, set, sw, sw_lid};
 use sm_core::dump::NO_ROUTE;
 use sm_core::fabric::Fabric;
 use sm_mad::{Guid, Lid};
 use sm_routing::validate::{Channel, DeadEnd, Failure, SwitchPort};
 use sm_routing::{Fate, Options, Routes, Topo, ValidateOptions, Validation, engine, validate};
+use support::{Build, ca_lid, set, sw, sw_lid};
 
 /// S0 and S1 linked by their port 3; H0 on S0 port 1, H2 on S0 port 2, H1 on S1 port 1.
 fn pair() -> Fabric {
