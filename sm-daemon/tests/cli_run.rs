@@ -27,6 +27,7 @@ fn run_once_on_the_bundled_fabric_reports_json() {
     assert_eq!(j["cas"], 72);
     assert_eq!(j["lids"], 90);
     assert_eq!(j["mads_lost"], 0);
+    assert_eq!(j["unreachable_pairs"], 0);
     assert!(j["mads_sent"].as_u64().unwrap() > 0);
     assert!(j["sweep_ms"].as_f64().unwrap() > 0.0);
     let err = String::from_utf8_lossy(&out.stderr);

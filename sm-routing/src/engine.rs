@@ -14,6 +14,33 @@ pub struct Options {
     pub compute_nodes: Vec<Guid>,
     /// Also compute adaptive-routing port groups.
     pub adaptive: bool,
+    /// Tables the switches hold now: a LID keeps its port wherever that port is still one
+    /// of the engine's legal minimal choices, so a change moves only the routes it must.
+    pub previous: Option<std::sync::Arc<PreviousTables>>,
+}
+
+/// Forwarding tables by switch GUID (index = LID), as an SM last programmed them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreviousTables {
+    by_guid: std::collections::HashMap<Guid, Vec<u8>>,
+}
+
+impl PreviousTables {
+    /// From the exchange type of the dump formats.
+    pub fn from_lfts(lfts: &Lfts) -> PreviousTables {
+        PreviousTables {
+            by_guid: lfts
+                .switches
+                .iter()
+                .map(|t| (t.guid, t.ports.clone()))
+                .collect(),
+        }
+    }
+
+    /// The table of one switch.
+    pub fn get(&self, guid: Guid) -> Option<&[u8]> {
+        self.by_guid.get(&guid).map(Vec::as_slice)
+    }
 }
 
 /// Why an engine did not route.

@@ -133,8 +133,10 @@ pub(crate) fn fill<P: Policy>(
     topo: &Topo<'_>,
     policy: &P,
     jobs: &[Job],
-    adaptive: bool,
+    opts: &crate::engine::Options,
 ) -> Routes {
+    let adaptive = opts.adaptive;
+    let previous = opts.previous.as_deref();
     let mut routes = Routes::empty(engine, topo);
     let mut ar: Vec<SwitchAr> = if adaptive {
         vec![SwitchAr::default(); topo.num_switches()]
@@ -143,7 +145,18 @@ pub(crate) fn fill<P: Policy>(
     };
     let lid_len = routes.lft.first().map_or(0, Vec::len);
     let work = |sc: &mut Scratch, s: usize, table: &mut Vec<u8>, ar: Option<&mut SwitchAr>| {
-        fill_switch(topo, policy, jobs, SwIdx(s as u32), table, ar, lid_len, sc)
+        let prev = previous.and_then(|p| p.get(topo.guid(SwIdx(s as u32))));
+        fill_switch(
+            topo,
+            policy,
+            jobs,
+            SwIdx(s as u32),
+            table,
+            ar,
+            lid_len,
+            prev,
+            sc,
+        )
     };
     if adaptive {
         routes
@@ -172,6 +185,7 @@ fn fill_switch<P: Policy>(
     table: &mut [u8],
     mut ar: Option<&mut SwitchAr>,
     lid_len: usize,
+    prev: Option<&[u8]>,
     sc: &mut Scratch,
 ) {
     let n = topo.num_switches();
@@ -209,9 +223,19 @@ fn fill_switch<P: Policy>(
         } else {
             let dsw = d.sw.idx();
             let mask = &sc.masks[dsw * words..(dsw + 1) * words];
-            let pick = match single(mask) {
-                Some(one) => Some(one),
-                None => {
+            // The port the switch already uses, if it is still a legal choice.
+            let kept = prev
+                .and_then(|t| t.get(job.lid.0 as usize))
+                .map(|&p| port_adj[p as usize] as usize)
+                .filter(|&i| {
+                    i < adj.len()
+                        && prev.and_then(|t| t.get(job.lid.0 as usize)) == Some(&adj[i].port)
+                        && mask.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+                });
+            let pick = match (kept, single(mask)) {
+                (Some(i), _) => Some(i),
+                (None, Some(one)) => Some(one),
+                (None, None) => {
                     let mut narrowed = [0u64; 4];
                     let pick = if job.tag != NONE
                         && policy.narrow(s, adj, &port_adj, job, mask, &mut narrowed)

@@ -242,7 +242,7 @@ impl Engine for FatTree {
             chains: &chains,
             up: &up,
         };
-        Ok(fill(self.name(), topo, &policy, &jobs, opts.adaptive))
+        Ok(fill(self.name(), topo, &policy, &jobs, opts))
     }
 }
 

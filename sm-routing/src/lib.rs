@@ -14,7 +14,7 @@ mod updown;
 pub mod validate;
 mod walk;
 
-pub use engine::{Engine, Options, RouteError, Routes, engine, route_chain};
+pub use engine::{Engine, Options, PreviousTables, RouteError, Routes, engine, route_chain};
 pub use guids::{GuidFileError, read_guid_file};
 pub use metrics::{Metrics, MetricsOptions, metrics};
 pub use topo::{SwIdx, Topo};

@@ -27,7 +27,7 @@ impl Engine for MinHop {
             hops: topo.hop_matrix(),
         };
         let jobs = jobs_in_dest_order(topo);
-        Ok(fill(self.name(), topo, &policy, &jobs, opts.adaptive))
+        Ok(fill(self.name(), topo, &policy, &jobs, opts))
     }
 }
 

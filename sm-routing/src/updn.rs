@@ -104,7 +104,7 @@ impl Engine for UpDown {
             dirs: &dirs,
         };
         let jobs = jobs_in_dest_order(topo);
-        Ok(fill(self.name(), topo, &policy, &jobs, opts.adaptive))
+        Ok(fill(self.name(), topo, &policy, &jobs, opts))
     }
 }
 

@@ -643,12 +643,11 @@ impl<'s> Tracer<'s> {
     }
 
     /// A switch port's enforcement: the partition held, one of the two a full member.
+    /// Switch enforcement checks the partition only: a switch port's table is a copy of
+    /// the end port's (OpenSM copies limited keys as they are), and limited members must
+    /// still reach full members through it.
     fn passes(&self, p: u32, key: PKey) -> bool {
-        match self.membership(p, key.base()) {
-            Memb::None => false,
-            Memb::Limited => key.is_full(),
-            Memb::Full => true,
-        }
+        self.membership(p, key.base()) != Memb::None
     }
 
     /// The key a packet from `src` carries for `pkey`'s partition.

@@ -90,6 +90,9 @@ struct Report {
     routing_ms: f64,
     programming_ms: f64,
     wall_ms: f64,
+    /// CA-to-CA pairs (every LID) the data-path tracer could not deliver after bring-up,
+    /// each pair using the best partition both ends share.
+    unreachable_pairs: u64,
     errors: Vec<String>,
 }
 
@@ -118,6 +121,7 @@ impl Report {
             routing_ms: ms(r.routing_ns),
             programming_ms: ms(r.programming_ns),
             wall_ms,
+            unreachable_pairs: 0,
             errors: r.errors.clone(),
         }
     }
@@ -169,6 +173,15 @@ fn load_topology(sim: &Path) -> anyhow::Result<Fabric> {
     Ok(sm_core::read_topology(sim)?.fabric)
 }
 
+/// Pairs the tracer cannot deliver in the fabric as the SM programmed it.
+fn unreachable(driver: &SimDriver) -> u64 {
+    let all = driver.sim.check_all_pairs(&sm_sim::trace::AllPairsOptions {
+        pkey: sm_sim::trace::PKeyChoice::BestShared,
+        ..sm_sim::trace::AllPairsOptions::default()
+    });
+    all.pairs - all.delivered
+}
+
 /// Runs the SM in virtual time for `limit` and reports every sweep.
 fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
     let mut reports = Vec::new();
@@ -178,7 +191,9 @@ fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> any
         match e {
             Event::LidsChanged => save_lids(args, driver)?,
             Event::SweepDone(r) => {
-                reports.push(Report::new(&r, wall.elapsed().as_secs_f64() * 1e3));
+                let mut rep = Report::new(&r, wall.elapsed().as_secs_f64() * 1e3);
+                rep.unreachable_pairs = unreachable(driver);
+                reports.push(rep);
             }
             _ => {}
         }
@@ -366,7 +381,8 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(d) = &args.dump_dir {
         write_dumps(d, &driver)?;
     }
-    let report = Report::new(&r, wall_ms);
+    let mut report = Report::new(&r, wall_ms);
+    report.unreachable_pairs = unreachable(&driver);
     match args.report.as_deref() {
         None => {}
         Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),

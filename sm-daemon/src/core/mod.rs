@@ -68,6 +68,9 @@ pub struct Params {
     pub pkey_options: TableOptions,
     /// QoS options; SL-to-VL and VL arbitration tables are programmed when enabled.
     pub qos: QosOptions,
+    /// On later sweeps, keep every route that is still a legal minimal choice, so a fault
+    /// moves only the routes it breaks (fewer LFT blocks to send, no traffic reshuffle).
+    pub sticky_routes: bool,
 }
 
 impl Default for Params {
@@ -93,6 +96,7 @@ impl Default for Params {
             partitions: Partitions::no_file(),
             pkey_options: TableOptions::default(),
             qos: QosOptions::default(),
+            sticky_routes: true,
         }
     }
 }
@@ -907,7 +911,14 @@ impl Sm {
 
         let t0 = self.p.stopwatch.map(|f| f());
         let topo = Topo::new(&fabric).map_err(|e| format!("routing snapshot: {e}"))?;
-        let chain = sm_routing::route_chain(&self.p.routing, &topo, &self.p.routing_options)
+        let mut opts = self.p.routing_options.clone();
+        if self.p.sticky_routes {
+            opts.previous = self
+                .lfts
+                .as_ref()
+                .map(|l| std::sync::Arc::new(sm_routing::PreviousTables::from_lfts(l)));
+        }
+        let chain = sm_routing::route_chain(&self.p.routing, &topo, &opts)
             .map_err(|e| format!("routing: {e}"))?;
         if let (Some(t0), Some(f)) = (t0, self.p.stopwatch) {
             self.report.routing_ns = f().saturating_sub(t0);
