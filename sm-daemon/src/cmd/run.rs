@@ -48,7 +48,8 @@ pub(crate) struct Args {
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Write `opensm-lfts.dump`, `opensm-subnet.lst` and `guid2lid` here after each sweep.
+    /// Write `opensm-lfts.dump`, `opensm-subnet.lst`, `guid2lid` and adaptive-routing hints
+    /// here after each sweep, and whenever the daemon gets SIGUSR1.
     #[arg(long)]
     dump_dir: Option<PathBuf>,
     /// Seed of the simulated fabric's fault injection.
@@ -243,6 +244,7 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
         .context("starting the runtime")?;
     rt.block_on(async {
         let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+        let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
         let start = tokio::time::Instant::now();
         let base = driver.now();
         tracing::info!("subnet up; sweeping until SIGINT/SIGTERM");
@@ -266,6 +268,13 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
+                _ = usr1.recv() => {
+                    // Dumps on request.
+                    match &args.dump_dir {
+                        Some(d) => write_dumps(d, driver)?,
+                        None => tracing::warn!("SIGUSR1: no --dump-dir to write dumps to"),
+                    }
+                }
             }
         }
         tracing::info!("shutting down");
@@ -286,6 +295,9 @@ fn write_dumps(dir: &Path, driver: &SimDriver) -> anyhow::Result<()> {
     write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut out)?;
     std::fs::write(dir.join("opensm-subnet.lst"), &out)?;
     driver.sm.lid_store().save(&dir.join("guid2lid"))?;
+    if let Some(ar) = driver.sm.ar_hints() {
+        std::fs::write(dir.join("ibsm-ar-hints.dump"), ar)?;
+    }
     Ok(())
 }
 

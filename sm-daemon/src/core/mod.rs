@@ -292,6 +292,8 @@ pub struct Sm {
     table_shadow: HashMap<TableKey, [u8; 64]>,
     fabric: Option<Fabric>,
     lfts: Option<Lfts>,
+    /// Adaptive-routing hints of the last routing run, in their dump format.
+    ar_hints: Option<String>,
     own_lid: Lid,
     up: bool,
 }
@@ -325,6 +327,7 @@ impl Sm {
             table_shadow: HashMap::new(),
             fabric: None,
             lfts: None,
+            ar_hints: None,
             own_lid: Lid(0),
             up: false,
         }
@@ -362,6 +365,11 @@ impl Sm {
     /// The forwarding tables of the last heavy sweep.
     pub fn lfts(&self) -> Option<&Lfts> {
         self.lfts.as_ref()
+    }
+
+    /// Adaptive-routing hints of the last heavy sweep (when asked for), as their dump text.
+    pub fn ar_hints(&self) -> Option<&str> {
+        self.ar_hints.as_deref()
     }
 
     /// The SM's own LID (0 before the first sweep assigned it).
@@ -939,6 +947,12 @@ impl Sm {
             }
         }
         self.lfts = Some(chain.routes.to_lfts(&topo));
+        self.ar_hints = chain.routes.ar.as_ref().map(|_| {
+            let mut out = Vec::new();
+            // Writing into memory cannot fail.
+            let _ = sm_routing::ar::write_ar(&chain.routes, &topo, &mut out);
+            String::from_utf8_lossy(&out).into_owned()
+        });
         self.report.lids = topo.dests.iter().map(|d| 1usize << d.lmc).sum();
 
         // Desired PortInfo per port.
