@@ -10,6 +10,11 @@ pub trait WireValue: Copy {
     fn read(buf: &[u8], offset: usize, width: usize) -> Self;
     /// Writes the value into `width` bits at bit `offset`.
     fn write(self, buf: &mut [u8], offset: usize, width: usize);
+    /// The value as a field of `width` bits keeps it: what `read` returns after `write`.
+    #[inline(always)]
+    fn truncated(self, _width: usize) -> Self {
+        self
+    }
 }
 
 /// A value that fits a field of at most 64 bits.
@@ -29,11 +34,16 @@ impl<S: WireScalar> WireValue for S {
     fn write(self, buf: &mut [u8], offset: usize, width: usize) {
         set_bits(buf, offset, width, self.to_raw())
     }
+    #[inline(always)]
+    fn truncated(self, width: usize) -> Self {
+        S::from_raw(self.to_raw() & mask(width))
+    }
 }
 
 /// A byte-aligned array of `N` bytes (descriptions, service names, opaque data).
 /// Serialises as a hex string.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Bytes<const N: usize>(pub [u8; N]);
 
 impl<const N: usize> Default for Bytes<N> {
@@ -247,9 +257,11 @@ pub fn check_reserved(
     for (i, (&b, &u)) in buf.iter().zip(used.iter()).enumerate() {
         let stray = b & !u;
         if stray != 0 {
+            // The field before the first stray bit, which may share its byte.
+            let bit = i * 8 + stray.leading_zeros() as usize;
             let after = fields
                 .iter()
-                .filter(|f| f.1 < i * 8 + 8)
+                .filter(|f| f.1 < bit)
                 .max_by_key(|f| f.1)
                 .map_or("(start)", |f| f.0);
             return Err(crate::Error::ReservedBitsSet {
@@ -334,6 +346,17 @@ macro_rules! wire_enum {
             #[inline(always)]
             fn to_raw(self) -> u64 {
                 self.to_raw_value() as u64
+            }
+        }
+
+        // Any wire value, so a known value is always its named variant (as `parse` gives it).
+        #[cfg(feature = "arbitrary")]
+        impl<'a> arbitrary::Arbitrary<'a> for $name {
+            fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                Ok(Self::from_raw_value(<$repr as arbitrary::Arbitrary<'a>>::arbitrary(u)?))
+            }
+            fn size_hint(depth: usize) -> (usize, Option<usize>) {
+                <$repr as arbitrary::Arbitrary<'a>>::size_hint(depth)
             }
         }
 
@@ -444,11 +467,18 @@ macro_rules! wire_struct {
 
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         pub struct Repr {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
 
         impl Repr {
+            /// This structure as the wire carries it: every field cut to its bit width,
+            /// which is what `parse` returns after `emit`.
+            pub fn truncated(&self) -> Repr {
+                Repr { $( $field: $crate::bits::WireValue::truncated(self.$field, $width), )* }
+            }
+
             /// Parses and validates the structure from the start of `buf`; reserved bits are
             /// ignored (see `Packet::check_reserved` for the strict check).
             #[inline]

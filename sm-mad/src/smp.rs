@@ -36,6 +36,44 @@ pub mod field {
     pub const INITIAL_PATH: core::ops::Range<usize> = 128..192;
     /// Directed route: the return path, filled in hop by hop.
     pub const RETURN_PATH: core::ops::Range<usize> = 192..256;
+
+    /// Every field of a LID-routed SMP as (name, bit offset, bit width); all other bits
+    /// (the class-specific word, the header's reserved word, bytes 32..64 and 128..256) are
+    /// reserved.
+    pub const ALL_LID: &[(&str, usize, usize)] = &[
+        ("base_version", 0, 8),
+        ("mgmt_class", 8, 8),
+        ("class_version", 16, 8),
+        ("method", 24, 8),
+        ("status", 32, 16),
+        ("tid", 64, 64),
+        ("attr_id", 128, 16),
+        ("attr_mod", 160, 32),
+        ("m_key", 192, 64),
+        ("data", 512, 512),
+    ];
+
+    /// Every field of a directed-route SMP; all other bits (the header's reserved word and
+    /// bytes 36..64) are reserved.
+    pub const ALL_DIRECTED: &[(&str, usize, usize)] = &[
+        ("base_version", 0, 8),
+        ("mgmt_class", 8, 8),
+        ("class_version", 16, 8),
+        ("method", 24, 8),
+        ("d", 32, 1),
+        ("status", 33, 15),
+        ("hop_pointer", 48, 8),
+        ("hop_count", 56, 8),
+        ("tid", 64, 64),
+        ("attr_id", 128, 16),
+        ("attr_mod", 160, 32),
+        ("m_key", 192, 64),
+        ("dr_slid", 256, 16),
+        ("dr_dlid", 272, 16),
+        ("data", 512, 512),
+        ("initial_path", 1024, 512),
+        ("return_path", 1536, 512),
+    ];
 }
 
 /// Zero-copy view over an SMP.
@@ -93,6 +131,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn return_path(&self) -> &[u8] {
         &self.buffer.as_ref()[field::RETURN_PATH]
     }
+
+    /// Fails on the first reserved bit that is set (the layout follows the class byte).
+    pub fn check_reserved(&self) -> Result<()> {
+        let fields = if self.is_directed() {
+            field::ALL_DIRECTED
+        } else {
+            field::ALL_LID
+        };
+        crate::bits::check_reserved("SMP", self.buffer.as_ref(), LEN, fields)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
@@ -120,6 +168,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// The directed-route part of an SMP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Directed {
     /// The D bit: false on the way out, true on the way back.
     pub direction: bool,
@@ -159,6 +208,7 @@ impl Directed {
 /// How an SMP is routed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "routing", rename_all = "snake_case")]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Route {
     /// Class 0x01: routed by the destination LID through the forwarding tables.
     Lid,
@@ -168,6 +218,7 @@ pub enum Route {
 
 /// An SMP. For directed route, `status` is the 15 bits after the D bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub method: Method,
     pub status: MadStatus,
