@@ -190,48 +190,61 @@ const fn mask(width: usize) -> u64 {
 /// Reads `width` bits at bit `offset` (spec numbering) as an unsigned integer.
 #[inline(always)]
 pub fn get_bits(buf: &[u8], offset: usize, width: usize) -> u64 {
-    if offset % 8 == 0 && width % 8 == 0 {
-        let start = offset / 8;
+    let first = offset / 8;
+    let end = (offset + width - 1) / 8 + 1;
+    // One slice (one bounds check) per field; `end` is exclusive so no RangeInclusive
+    // overflow check is left for the optimiser.
+    let bytes = &buf[first..end];
+    let shift = end * 8 - (offset + width);
+    if bytes.len() <= 8 {
         let mut acc = 0u64;
-        for &b in &buf[start..start + width / 8] {
+        for &b in bytes {
             acc = (acc << 8) | b as u64;
         }
-        return acc;
+        (acc >> shift) & mask(width)
+    } else {
+        let mut acc = 0u128;
+        for &b in bytes {
+            acc = (acc << 8) | b as u128;
+        }
+        (acc >> shift) as u64 & mask(width)
     }
-    let first = offset / 8;
-    let last = (offset + width - 1) / 8;
-    let mut acc = 0u128;
-    for &b in &buf[first..=last] {
-        acc = (acc << 8) | b as u128;
-    }
-    let shift = (last + 1) * 8 - (offset + width);
-    (acc >> shift) as u64 & mask(width)
 }
 
 /// Writes the low `width` bits of `value` at bit `offset` (spec numbering).
 #[inline(always)]
 pub fn set_bits(buf: &mut [u8], offset: usize, width: usize, value: u64) {
     let value = value & mask(width);
+    let first = offset / 8;
+    let end = (offset + width - 1) / 8 + 1;
+    let bytes = &mut buf[first..end];
+    let shift = end * 8 - (offset + width);
+    let n = bytes.len();
     if offset % 8 == 0 && width % 8 == 0 {
-        let start = offset / 8;
-        let n = width / 8;
-        for (i, b) in buf[start..start + n].iter_mut().enumerate() {
+        // Whole bytes: nothing of the old value survives.
+        for (i, b) in bytes.iter_mut().enumerate() {
             *b = (value >> (8 * (n - 1 - i))) as u8;
         }
-        return;
-    }
-    let first = offset / 8;
-    let last = (offset + width - 1) / 8;
-    let shift = (last + 1) * 8 - (offset + width);
-    let mut acc = 0u128;
-    for &b in &buf[first..=last] {
-        acc = (acc << 8) | b as u128;
-    }
-    let m = (mask(width) as u128) << shift;
-    acc = (acc & !m) | ((value as u128) << shift);
-    let n = last - first + 1;
-    for (i, b) in buf[first..=last].iter_mut().enumerate() {
-        *b = (acc >> (8 * (n - 1 - i))) as u8;
+    } else if n <= 8 {
+        let mut acc = 0u64;
+        for &b in bytes.iter() {
+            acc = (acc << 8) | b as u64;
+        }
+        let m = mask(width) << shift;
+        acc = (acc & !m) | (value << shift);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (acc >> (8 * (n - 1 - i))) as u8;
+        }
+    } else {
+        let mut acc = 0u128;
+        for &b in bytes.iter() {
+            acc = (acc << 8) | b as u128;
+        }
+        let m = (mask(width) as u128) << shift;
+        acc = (acc & !m) | ((value as u128) << shift);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (acc >> (8 * (n - 1 - i))) as u8;
+        }
     }
 }
 

@@ -278,44 +278,36 @@ impl Repr {
 
     /// Parses an SMP from a 256-byte buffer.
     pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
+        // A fixed-size array from here on: every offset below is checked at compile time.
+        let Some(buf) = buf.first_chunk::<LEN>() else {
             return Err(Error::Truncated {
                 what: "SMP",
                 need: LEN,
-                got,
+                got: buf.len(),
             });
-        }
+        };
         let hdr = mad::Repr::parse(buf)?;
-        if !matches!(hdr.mgmt_class, MgmtClass::SubnLid | MgmtClass::SubnDirected) {
-            return Err(Error::UnsupportedClass(hdr.mgmt_class.to_raw_value()));
-        }
-        let p = Packet::new_unchecked(buf);
-        let mut data = [0u8; 64];
-        data.copy_from_slice(p.data());
-        let (status, route) = if hdr.mgmt_class == MgmtClass::SubnDirected {
-            let hop_count = p.get(field::HOP_COUNT);
-            if hop_count > MAX_HOPS {
-                return Err(Error::HopCountTooLarge(hop_count));
+        let (status, route) = match hdr.mgmt_class {
+            MgmtClass::SubnDirected => {
+                let hop_count = field::HOP_COUNT.get(buf);
+                if hop_count > MAX_HOPS {
+                    return Err(Error::HopCountTooLarge(hop_count));
+                }
+                (
+                    MadStatus(field::DR_STATUS.get(buf)),
+                    Route::Directed(Directed {
+                        direction: field::DIRECTION.get(buf),
+                        hop_pointer: field::HOP_POINTER.get(buf),
+                        hop_count,
+                        dr_slid: field::DR_SLID.get(buf),
+                        dr_dlid: field::DR_DLID.get(buf),
+                        initial_path: Bytes(chunk(buf, field::INITIAL_PATH.start)),
+                        return_path: Bytes(chunk(buf, field::RETURN_PATH.start)),
+                    }),
+                )
             }
-            let mut initial_path = [0u8; 64];
-            initial_path.copy_from_slice(p.initial_path());
-            let mut return_path = [0u8; 64];
-            return_path.copy_from_slice(p.return_path());
-            (
-                MadStatus(p.get(field::DR_STATUS)),
-                Route::Directed(Directed {
-                    direction: p.get(field::DIRECTION),
-                    hop_pointer: p.get(field::HOP_POINTER),
-                    hop_count,
-                    dr_slid: p.get(field::DR_SLID),
-                    dr_dlid: p.get(field::DR_DLID),
-                    initial_path: Bytes(initial_path),
-                    return_path: Bytes(return_path),
-                }),
-            )
-        } else {
-            (hdr.status, Route::Lid)
+            MgmtClass::SubnLid => (hdr.status, Route::Lid),
+            other => return Err(Error::UnsupportedClass(other.to_raw_value())),
         };
         Ok(Repr {
             method: hdr.method,
@@ -323,9 +315,9 @@ impl Repr {
             tid: hdr.tid,
             attr_id: hdr.attr_id,
             attr_mod: hdr.attr_mod,
-            m_key: p.get(field::M_KEY),
+            m_key: field::M_KEY.get(buf),
             route,
-            data: Bytes(data),
+            data: Bytes(chunk(buf, field::DATA.start)),
         })
     }
 
@@ -337,15 +329,13 @@ impl Repr {
     /// Writes the SMP into the first 256 bytes of `buf`; reserved bytes are zeroed.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let got = buf.len();
-        if got < LEN {
+        let Some(buf) = buf.first_chunk_mut::<LEN>() else {
             return Err(Error::BufferTooSmall {
                 what: "SMP",
                 need: LEN,
                 got,
             });
-        }
-        let buf = &mut buf[..LEN];
-        buf.fill(0);
+        };
         let (status, class_specific) = match &self.route {
             Route::Lid => (self.status, 0),
             Route::Directed(d) => {
@@ -358,6 +348,8 @@ impl Repr {
                 )
             }
         };
+        // Each byte is written once: the header (with its reserved word), M_Key, the
+        // DR LIDs and reserved bytes 32..64, the data, the paths or their zeroes.
         mad::Repr {
             base_version: BASE_VERSION,
             mgmt_class: self.class(),
@@ -370,14 +362,17 @@ impl Repr {
             attr_mod: self.attr_mod,
         }
         .emit(buf)?;
-        let mut p = Packet::new_unchecked(&mut *buf);
-        p.set(field::M_KEY, self.m_key);
-        p.data_mut().copy_from_slice(&self.data.0);
-        if let Route::Directed(d) = &self.route {
-            p.set(field::DR_SLID, d.dr_slid);
-            p.set(field::DR_DLID, d.dr_dlid);
-            p.initial_path_mut().copy_from_slice(&d.initial_path.0);
-            p.return_path_mut().copy_from_slice(&d.return_path.0);
+        field::M_KEY.set(buf, self.m_key);
+        buf[32..field::DATA.start].fill(0);
+        buf[field::DATA].copy_from_slice(&self.data.0);
+        match &self.route {
+            Route::Directed(d) => {
+                field::DR_SLID.set(buf, d.dr_slid);
+                field::DR_DLID.set(buf, d.dr_dlid);
+                buf[field::INITIAL_PATH].copy_from_slice(&d.initial_path.0);
+                buf[field::RETURN_PATH].copy_from_slice(&d.return_path.0);
+            }
+            Route::Lid => buf[field::INITIAL_PATH.start..].fill(0),
         }
         Ok(())
     }
@@ -388,6 +383,14 @@ impl Repr {
         self.emit(&mut b)?;
         Ok(b)
     }
+}
+
+/// `N` bytes of an SMP from `start` (a constant wherever this is inlined).
+#[inline(always)]
+fn chunk<const N: usize>(buf: &[u8; LEN], start: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&buf[start..start + N]);
+    out
 }
 
 /// Sets the direction bit of a raw directed-route SMP in place (used when turning a
