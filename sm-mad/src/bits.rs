@@ -10,6 +10,11 @@ pub trait WireValue: Copy {
     fn read(buf: &[u8], offset: usize, width: usize) -> Self;
     /// Writes the value into `width` bits at bit `offset`.
     fn write(self, buf: &mut [u8], offset: usize, width: usize);
+    /// The value as a field of `width` bits keeps it: what `read` returns after `write`.
+    #[inline(always)]
+    fn truncated(self, _width: usize) -> Self {
+        self
+    }
 }
 
 /// A value that fits a field of at most 64 bits.
@@ -29,11 +34,16 @@ impl<S: WireScalar> WireValue for S {
     fn write(self, buf: &mut [u8], offset: usize, width: usize) {
         set_bits(buf, offset, width, self.to_raw())
     }
+    #[inline(always)]
+    fn truncated(self, width: usize) -> Self {
+        S::from_raw(self.to_raw() & mask(width))
+    }
 }
 
 /// A byte-aligned array of `N` bytes (descriptions, service names, opaque data).
 /// Serialises as a hex string.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Bytes<const N: usize>(pub [u8; N]);
 
 impl<const N: usize> Default for Bytes<N> {
@@ -180,48 +190,61 @@ const fn mask(width: usize) -> u64 {
 /// Reads `width` bits at bit `offset` (spec numbering) as an unsigned integer.
 #[inline(always)]
 pub fn get_bits(buf: &[u8], offset: usize, width: usize) -> u64 {
-    if offset % 8 == 0 && width % 8 == 0 {
-        let start = offset / 8;
+    let first = offset / 8;
+    let end = (offset + width - 1) / 8 + 1;
+    // One slice (one bounds check) per field; `end` is exclusive so no RangeInclusive
+    // overflow check is left for the optimiser.
+    let bytes = &buf[first..end];
+    let shift = end * 8 - (offset + width);
+    if bytes.len() <= 8 {
         let mut acc = 0u64;
-        for &b in &buf[start..start + width / 8] {
+        for &b in bytes {
             acc = (acc << 8) | b as u64;
         }
-        return acc;
+        (acc >> shift) & mask(width)
+    } else {
+        let mut acc = 0u128;
+        for &b in bytes {
+            acc = (acc << 8) | b as u128;
+        }
+        (acc >> shift) as u64 & mask(width)
     }
-    let first = offset / 8;
-    let last = (offset + width - 1) / 8;
-    let mut acc = 0u128;
-    for &b in &buf[first..=last] {
-        acc = (acc << 8) | b as u128;
-    }
-    let shift = (last + 1) * 8 - (offset + width);
-    (acc >> shift) as u64 & mask(width)
 }
 
 /// Writes the low `width` bits of `value` at bit `offset` (spec numbering).
 #[inline(always)]
 pub fn set_bits(buf: &mut [u8], offset: usize, width: usize, value: u64) {
     let value = value & mask(width);
+    let first = offset / 8;
+    let end = (offset + width - 1) / 8 + 1;
+    let bytes = &mut buf[first..end];
+    let shift = end * 8 - (offset + width);
+    let n = bytes.len();
     if offset % 8 == 0 && width % 8 == 0 {
-        let start = offset / 8;
-        let n = width / 8;
-        for (i, b) in buf[start..start + n].iter_mut().enumerate() {
+        // Whole bytes: nothing of the old value survives.
+        for (i, b) in bytes.iter_mut().enumerate() {
             *b = (value >> (8 * (n - 1 - i))) as u8;
         }
-        return;
-    }
-    let first = offset / 8;
-    let last = (offset + width - 1) / 8;
-    let shift = (last + 1) * 8 - (offset + width);
-    let mut acc = 0u128;
-    for &b in &buf[first..=last] {
-        acc = (acc << 8) | b as u128;
-    }
-    let m = (mask(width) as u128) << shift;
-    acc = (acc & !m) | ((value as u128) << shift);
-    let n = last - first + 1;
-    for (i, b) in buf[first..=last].iter_mut().enumerate() {
-        *b = (acc >> (8 * (n - 1 - i))) as u8;
+    } else if n <= 8 {
+        let mut acc = 0u64;
+        for &b in bytes.iter() {
+            acc = (acc << 8) | b as u64;
+        }
+        let m = mask(width) << shift;
+        acc = (acc & !m) | (value << shift);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (acc >> (8 * (n - 1 - i))) as u8;
+        }
+    } else {
+        let mut acc = 0u128;
+        for &b in bytes.iter() {
+            acc = (acc << 8) | b as u128;
+        }
+        let m = (mask(width) as u128) << shift;
+        acc = (acc & !m) | ((value as u128) << shift);
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = (acc >> (8 * (n - 1 - i))) as u8;
+        }
     }
 }
 
@@ -247,9 +270,11 @@ pub fn check_reserved(
     for (i, (&b, &u)) in buf.iter().zip(used.iter()).enumerate() {
         let stray = b & !u;
         if stray != 0 {
+            // The field before the first stray bit, which may share its byte.
+            let bit = i * 8 + stray.leading_zeros() as usize;
             let after = fields
                 .iter()
-                .filter(|f| f.1 < i * 8 + 8)
+                .filter(|f| f.1 < bit)
                 .max_by_key(|f| f.1)
                 .map_or("(start)", |f| f.0);
             return Err(crate::Error::ReservedBitsSet {
@@ -334,6 +359,17 @@ macro_rules! wire_enum {
             #[inline(always)]
             fn to_raw(self) -> u64 {
                 self.to_raw_value() as u64
+            }
+        }
+
+        // Any wire value, so a known value is always its named variant (as `parse` gives it).
+        #[cfg(feature = "arbitrary")]
+        impl<'a> arbitrary::Arbitrary<'a> for $name {
+            fn arbitrary(u: &mut arbitrary::Unstructured<'a>) -> arbitrary::Result<Self> {
+                Ok(Self::from_raw_value(<$repr as arbitrary::Arbitrary<'a>>::arbitrary(u)?))
+            }
+            fn size_hint(depth: usize) -> (usize, Option<usize>) {
+                <$repr as arbitrary::Arbitrary<'a>>::size_hint(depth)
             }
         }
 
@@ -444,11 +480,18 @@ macro_rules! wire_struct {
 
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         pub struct Repr {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
 
         impl Repr {
+            /// This structure as the wire carries it: every field cut to its bit width,
+            /// which is what `parse` returns after `emit`.
+            pub fn truncated(&self) -> Repr {
+                Repr { $( $field: $crate::bits::WireValue::truncated(self.$field, $width), )* }
+            }
+
             /// Parses and validates the structure from the start of `buf`; reserved bits are
             /// ignored (see `Packet::check_reserved` for the strict check).
             #[inline]

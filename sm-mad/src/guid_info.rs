@@ -79,6 +79,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// One GUIDInfo block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     /// Eight GUIDs; an unassigned entry is 0.
     pub guid_block: [Guid; BLOCK_LEN],

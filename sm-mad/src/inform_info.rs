@@ -51,10 +51,12 @@ wire_struct! {
         gid: Gid = GID @ 0, 128;
         lid_range_begin: Lid = LID_RANGE_BEGIN @ 128, 16;
         lid_range_end: Lid = LID_RANGE_END @ 144, 16;
-        /// True for generic notices; false for vendor-specific ones.
-        is_generic: bool = IS_GENERIC @ 176, 8;
-        /// True to subscribe, false to unsubscribe.
-        subscribe: bool = SUBSCRIBE @ 184, 8;
+        /// True for generic notices; false for vendor-specific ones. The byte holds 1 or 0:
+        /// its upper seven bits are reserved, so a value other than 0 or 1 fails
+        /// `check_reserved` instead of being lost on emit.
+        is_generic: bool = IS_GENERIC @ 183, 1;
+        /// True to subscribe, false to unsubscribe (1 or 0, like IsGeneric).
+        subscribe: bool = SUBSCRIBE @ 191, 1;
         r#type: NoticeType = TYPE @ 192, 16;
         /// TrapNumber if generic, else DeviceID.
         trap_number: u16 = TRAP_NUMBER @ 208, 16;
@@ -181,6 +183,23 @@ mod tests {
         let mut out = [0u8; 36];
         r.emit(&mut out).unwrap();
         assert_eq!(out, buf);
+    }
+
+    #[test]
+    fn flag_bytes_other_than_0_or_1_are_reserved() {
+        // IsGeneric 2 would come back as 1: the strict check names it instead.
+        let mut buf = BYTES;
+        buf[22] = 2;
+        assert_eq!(
+            Packet::new_checked(&buf[..]).unwrap().check_reserved(),
+            Err(crate::Error::ReservedBitsSet {
+                what: "InformInfo",
+                after: "lid_range_end",
+                offset: 22,
+                mask: 2
+            })
+        );
+        assert!(!Repr::parse(&buf).unwrap().is_generic);
     }
 
     #[test]

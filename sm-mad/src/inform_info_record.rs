@@ -111,6 +111,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// InformInfoRecord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub subscriber_gid: Gid,
     /// Tells apart several subscriptions of one subscriber.

@@ -116,6 +116,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// One block: the output ports of LIDs `64 * block ..= 64 * block + 63`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub port_block: [PortNum; ENTRIES],
 }

@@ -69,6 +69,7 @@ impl Method {
 
 /// The 16-bit status field (IBA 13.4.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct MadStatus(pub u16);
 
 impl MadStatus {

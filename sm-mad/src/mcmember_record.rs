@@ -25,6 +25,7 @@ wire_enum! {
 
 /// JoinState: four membership bits a port holds in (or asks of) a group.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct JoinState(pub u8);
 
 impl JoinState {

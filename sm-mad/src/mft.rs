@@ -182,6 +182,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 /// One block at one position: `port_mask_block[slot]` is the mask of MLID
 /// `0xC000 + 32 * block + slot` over ports `16 * position ..`. An unused MLID has mask 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub port_mask_block: [u16; ENTRIES],
 }

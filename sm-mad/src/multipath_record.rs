@@ -196,6 +196,7 @@ fn gid_total(sgid_count: u8, dgid_count: u8) -> Result<usize> {
 
 /// MultiPathRecord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub raw_traffic: bool,
     pub flow_label: u32,

@@ -7,6 +7,7 @@ pub const LEN: usize = 64;
 
 /// NodeDescription. Keeps all 64 bytes so that parse -> emit is exact.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     /// The raw text bytes.
     pub text: [u8; LEN],

@@ -286,6 +286,7 @@ pub mod details_259 {
 /// The DataDetails of a generic notice, decoded by trap number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Trap {
     /// 64.
     GidInService(details_64_67::Repr),
@@ -315,7 +316,8 @@ pub enum Trap {
     BadQKey(details_257_258::Repr),
     /// 259.
     BadSwitchPKey(details_259::Repr),
-    /// A trap number decoded nowhere above; DataDetails kept as they came.
+    /// A trap number decoded nowhere above; DataDetails kept as they came. `emit` refuses
+    /// a number that has its own variant ([`Trap::is_decoded`]).
     Other {
         trap_number: u16,
         data_details: Bytes<DATA_DETAILS_LEN>,
@@ -384,6 +386,10 @@ impl Trap {
             Trap::BadMKey(d) => d.emit(buf),
             Trap::BadPKey(d) | Trap::BadQKey(d) => d.emit(buf),
             Trap::BadSwitchPKey(d) => d.emit(buf),
+            // It would come back as the decoded variant: only one form per trap number.
+            Trap::Other { trap_number, .. } if Trap::is_decoded(*trap_number) => {
+                Err(bad_trap_number(*trap_number))
+            }
             Trap::Other { data_details, .. } => {
                 let got = buf.len();
                 let Some(out) = buf.get_mut(..DATA_DETAILS_LEN) else {
@@ -397,6 +403,27 @@ impl Trap {
                 Ok(())
             }
         }
+    }
+
+    /// Whether `trap_number` has a variant of its own (not `Other`).
+    pub const fn is_decoded(trap_number: u16) -> bool {
+        matches!(
+            trap_number,
+            trap::GID_IN_SERVICE
+                | trap::GID_OUT_OF_SERVICE
+                | trap::MCAST_GROUP_CREATED
+                | trap::MCAST_GROUP_DELETED
+                | trap::LINK_STATE_CHANGE
+                | trap::LINK_INTEGRITY_THRESHOLD
+                | trap::BUFFER_OVERRUN_THRESHOLD
+                | trap::FLOW_CONTROL_WATCHDOG
+                | trap::LOCAL_CHANGES
+                | trap::SYSTEM_IMAGE_GUID_CHANGE
+                | trap::BAD_M_KEY
+                | trap::BAD_P_KEY
+                | trap::BAD_Q_KEY
+                | trap::BAD_SWITCH_P_KEY
+        )
     }
 
     /// The trap number.
@@ -482,6 +509,7 @@ impl serde::Serialize for Trap {
 
 /// Generic or vendor-specific: what the IsGeneric bit selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Kind {
     /// IsGeneric = 1: a numbered trap of the specification.
     Generic {
@@ -614,6 +642,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// A Notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     /// Type (JSON key `type`).
     pub notice_type: NoticeType,
@@ -1418,6 +1447,15 @@ mod tests {
         for &(n, name) in trap::ALL {
             let t = Trap::parse(n, &[0; DATA_DETAILS_LEN]).unwrap();
             assert_eq!(t.number(), n);
+            assert_eq!(Trap::is_decoded(n), !matches!(t, Trap::Other { .. }));
+            let other = Trap::Other {
+                trap_number: n,
+                data_details: Bytes([0; DATA_DETAILS_LEN]),
+            };
+            assert_eq!(
+                other.emit(&mut [0; DATA_DETAILS_LEN]).is_err(),
+                Trap::is_decoded(n)
+            );
             // Decoded traps carry the table's name as their variant name.
             if !matches!(t, Trap::Other { .. }) {
                 assert!(format!("{t:?}").starts_with(name), "{n} {name} {t:?}");

@@ -143,6 +143,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// One block of a P_KeyTable. Unused entries hold 0 (an invalid key).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     /// Entries `32 * block ..= 32 * block + 31` of the port's table.
     pub p_key_table: [PKey; ENTRIES],

@@ -82,6 +82,7 @@ impl RmppStatus {
 
 /// RMPPFlags: the low three bits of byte 26.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct RmppFlags(pub u8);
 
 impl RmppFlags {

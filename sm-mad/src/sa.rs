@@ -181,6 +181,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// An SA MAD: the header fields and the 200 data bytes of one MAD (one RMPP segment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub method: Method,
     pub status: MadStatus,

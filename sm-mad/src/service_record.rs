@@ -14,6 +14,7 @@ pub const LEN: usize = 176;
 /// A 64-bit service identifier (ServiceRecord, PathRecord, MultiPathRecord).
 /// Serialises as a hex string, like GUIDs.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ServiceId(pub u64);
 
 impl WireScalar for ServiceId {
@@ -46,6 +47,7 @@ impl serde::Serialize for ServiceId {
 /// A service lease, in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
 #[serde(transparent)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Lease(pub u32);
 
 impl Lease {
@@ -71,6 +73,7 @@ impl WireScalar for Lease {
 /// ServiceName: 64 bytes of UTF-8, NUL padded. Keeps every byte so parse -> emit is exact;
 /// serialises as the text up to the first NUL.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct ServiceName(pub [u8; 64]);
 
 impl Default for ServiceName {
@@ -252,6 +255,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// ServiceRecord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub service_id: ServiceId,
     pub service_gid: Gid,

@@ -194,6 +194,7 @@ fn check_vl(vl: Vl) -> Result<()> {
 
 /// An SLtoVLMappingTable, indexed by SL. VL15 marks an SL whose packets are dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     /// `sl_to_vl[sl]` is the VL for SL `sl` (the spec's SL0toVL .. SL15toVL).
     pub sl_to_vl: [Vl; ENTRIES],

@@ -36,6 +36,44 @@ pub mod field {
     pub const INITIAL_PATH: core::ops::Range<usize> = 128..192;
     /// Directed route: the return path, filled in hop by hop.
     pub const RETURN_PATH: core::ops::Range<usize> = 192..256;
+
+    /// Every field of a LID-routed SMP as (name, bit offset, bit width); all other bits
+    /// (the class-specific word, the header's reserved word, bytes 32..64 and 128..256) are
+    /// reserved.
+    pub const ALL_LID: &[(&str, usize, usize)] = &[
+        ("base_version", 0, 8),
+        ("mgmt_class", 8, 8),
+        ("class_version", 16, 8),
+        ("method", 24, 8),
+        ("status", 32, 16),
+        ("tid", 64, 64),
+        ("attr_id", 128, 16),
+        ("attr_mod", 160, 32),
+        ("m_key", 192, 64),
+        ("data", 512, 512),
+    ];
+
+    /// Every field of a directed-route SMP; all other bits (the header's reserved word and
+    /// bytes 36..64) are reserved.
+    pub const ALL_DIRECTED: &[(&str, usize, usize)] = &[
+        ("base_version", 0, 8),
+        ("mgmt_class", 8, 8),
+        ("class_version", 16, 8),
+        ("method", 24, 8),
+        ("d", 32, 1),
+        ("status", 33, 15),
+        ("hop_pointer", 48, 8),
+        ("hop_count", 56, 8),
+        ("tid", 64, 64),
+        ("attr_id", 128, 16),
+        ("attr_mod", 160, 32),
+        ("m_key", 192, 64),
+        ("dr_slid", 256, 16),
+        ("dr_dlid", 272, 16),
+        ("data", 512, 512),
+        ("initial_path", 1024, 512),
+        ("return_path", 1536, 512),
+    ];
 }
 
 /// Zero-copy view over an SMP.
@@ -93,6 +131,16 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn return_path(&self) -> &[u8] {
         &self.buffer.as_ref()[field::RETURN_PATH]
     }
+
+    /// Fails on the first reserved bit that is set (the layout follows the class byte).
+    pub fn check_reserved(&self) -> Result<()> {
+        let fields = if self.is_directed() {
+            field::ALL_DIRECTED
+        } else {
+            field::ALL_LID
+        };
+        crate::bits::check_reserved("SMP", self.buffer.as_ref(), LEN, fields)
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
@@ -120,6 +168,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// The directed-route part of an SMP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Directed {
     /// The D bit: false on the way out, true on the way back.
     pub direction: bool,
@@ -159,6 +208,7 @@ impl Directed {
 /// How an SMP is routed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "routing", rename_all = "snake_case")]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub enum Route {
     /// Class 0x01: routed by the destination LID through the forwarding tables.
     Lid,
@@ -168,6 +218,7 @@ pub enum Route {
 
 /// An SMP. For directed route, `status` is the 15 bits after the D bit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub method: Method,
     pub status: MadStatus,
@@ -227,44 +278,36 @@ impl Repr {
 
     /// Parses an SMP from a 256-byte buffer.
     pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
+        // A fixed-size array from here on: every offset below is checked at compile time.
+        let Some(buf) = buf.first_chunk::<LEN>() else {
             return Err(Error::Truncated {
                 what: "SMP",
                 need: LEN,
-                got,
+                got: buf.len(),
             });
-        }
+        };
         let hdr = mad::Repr::parse(buf)?;
-        if !matches!(hdr.mgmt_class, MgmtClass::SubnLid | MgmtClass::SubnDirected) {
-            return Err(Error::UnsupportedClass(hdr.mgmt_class.to_raw_value()));
-        }
-        let p = Packet::new_unchecked(buf);
-        let mut data = [0u8; 64];
-        data.copy_from_slice(p.data());
-        let (status, route) = if hdr.mgmt_class == MgmtClass::SubnDirected {
-            let hop_count = p.get(field::HOP_COUNT);
-            if hop_count > MAX_HOPS {
-                return Err(Error::HopCountTooLarge(hop_count));
+        let (status, route) = match hdr.mgmt_class {
+            MgmtClass::SubnDirected => {
+                let hop_count = field::HOP_COUNT.get(buf);
+                if hop_count > MAX_HOPS {
+                    return Err(Error::HopCountTooLarge(hop_count));
+                }
+                (
+                    MadStatus(field::DR_STATUS.get(buf)),
+                    Route::Directed(Directed {
+                        direction: field::DIRECTION.get(buf),
+                        hop_pointer: field::HOP_POINTER.get(buf),
+                        hop_count,
+                        dr_slid: field::DR_SLID.get(buf),
+                        dr_dlid: field::DR_DLID.get(buf),
+                        initial_path: Bytes(chunk(buf, field::INITIAL_PATH.start)),
+                        return_path: Bytes(chunk(buf, field::RETURN_PATH.start)),
+                    }),
+                )
             }
-            let mut initial_path = [0u8; 64];
-            initial_path.copy_from_slice(p.initial_path());
-            let mut return_path = [0u8; 64];
-            return_path.copy_from_slice(p.return_path());
-            (
-                MadStatus(p.get(field::DR_STATUS)),
-                Route::Directed(Directed {
-                    direction: p.get(field::DIRECTION),
-                    hop_pointer: p.get(field::HOP_POINTER),
-                    hop_count,
-                    dr_slid: p.get(field::DR_SLID),
-                    dr_dlid: p.get(field::DR_DLID),
-                    initial_path: Bytes(initial_path),
-                    return_path: Bytes(return_path),
-                }),
-            )
-        } else {
-            (hdr.status, Route::Lid)
+            MgmtClass::SubnLid => (hdr.status, Route::Lid),
+            other => return Err(Error::UnsupportedClass(other.to_raw_value())),
         };
         Ok(Repr {
             method: hdr.method,
@@ -272,9 +315,9 @@ impl Repr {
             tid: hdr.tid,
             attr_id: hdr.attr_id,
             attr_mod: hdr.attr_mod,
-            m_key: p.get(field::M_KEY),
+            m_key: field::M_KEY.get(buf),
             route,
-            data: Bytes(data),
+            data: Bytes(chunk(buf, field::DATA.start)),
         })
     }
 
@@ -286,15 +329,13 @@ impl Repr {
     /// Writes the SMP into the first 256 bytes of `buf`; reserved bytes are zeroed.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         let got = buf.len();
-        if got < LEN {
+        let Some(buf) = buf.first_chunk_mut::<LEN>() else {
             return Err(Error::BufferTooSmall {
                 what: "SMP",
                 need: LEN,
                 got,
             });
-        }
-        let buf = &mut buf[..LEN];
-        buf.fill(0);
+        };
         let (status, class_specific) = match &self.route {
             Route::Lid => (self.status, 0),
             Route::Directed(d) => {
@@ -307,6 +348,8 @@ impl Repr {
                 )
             }
         };
+        // Each byte is written once: the header (with its reserved word), M_Key, the
+        // DR LIDs and reserved bytes 32..64, the data, the paths or their zeroes.
         mad::Repr {
             base_version: BASE_VERSION,
             mgmt_class: self.class(),
@@ -319,14 +362,17 @@ impl Repr {
             attr_mod: self.attr_mod,
         }
         .emit(buf)?;
-        let mut p = Packet::new_unchecked(&mut *buf);
-        p.set(field::M_KEY, self.m_key);
-        p.data_mut().copy_from_slice(&self.data.0);
-        if let Route::Directed(d) = &self.route {
-            p.set(field::DR_SLID, d.dr_slid);
-            p.set(field::DR_DLID, d.dr_dlid);
-            p.initial_path_mut().copy_from_slice(&d.initial_path.0);
-            p.return_path_mut().copy_from_slice(&d.return_path.0);
+        field::M_KEY.set(buf, self.m_key);
+        buf[32..field::DATA.start].fill(0);
+        buf[field::DATA].copy_from_slice(&self.data.0);
+        match &self.route {
+            Route::Directed(d) => {
+                field::DR_SLID.set(buf, d.dr_slid);
+                field::DR_DLID.set(buf, d.dr_dlid);
+                buf[field::INITIAL_PATH].copy_from_slice(&d.initial_path.0);
+                buf[field::RETURN_PATH].copy_from_slice(&d.return_path.0);
+            }
+            Route::Lid => buf[field::INITIAL_PATH.start..].fill(0),
         }
         Ok(())
     }
@@ -337,6 +383,14 @@ impl Repr {
         self.emit(&mut b)?;
         Ok(b)
     }
+}
+
+/// `N` bytes of an SMP from `start` (a constant wherever this is inlined).
+#[inline(always)]
+fn chunk<const N: usize>(buf: &[u8; LEN], start: usize) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&buf[start..start + N]);
+    out
 }
 
 /// Sets the direction bit of a raw directed-route SMP in place (used when turning a

@@ -7,6 +7,7 @@ macro_rules! newtype {
     ($(#[$meta:meta])* $name:ident($inner:ty)) => {
         $(#[$meta])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         pub struct $name(pub $inner);
 
         impl WireScalar for $name {
@@ -193,6 +194,7 @@ serialize_as_number!(Lid, Sl, Vl, PortNum);
 
 /// A 128-bit global identifier: 64-bit subnet prefix then 64-bit interface id (port GUID).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Gid(pub [u8; 16]);
 
 impl Gid {

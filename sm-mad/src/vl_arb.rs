@@ -144,6 +144,7 @@ impl Modifier {
 /// One arbitration entry: send up to `weight` x 64 bytes from `vl` before moving on.
 /// Weight 0 skips the entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Entry {
     pub vl: Vl,
     pub weight: u8,
@@ -247,6 +248,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
 
 /// One 32-entry block of a VL arbitration table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
 pub struct Repr {
     pub vl_arbitration_table: [Entry; ENTRIES],
 }
@@ -384,7 +386,8 @@ mod tests {
             p.check_reserved(),
             Err(Error::ReservedBitsSet {
                 what: "VLArbitrationTable",
-                after: "vl",
+                // The nibble follows entry 0's weight and precedes entry 1's VL.
+                after: "weight",
                 offset: 2,
                 mask: 0x30
             })
