@@ -28,6 +28,17 @@ mcmember_record       mcmember_record               view
 service_record        service_record                view
 inform_info           inform_info                   view
 inform_info_record    inform_info_record            view
+node_record           node_record                   view
+port_info_record      port_info_record              view
+link_record           link_record                   view
+switch_info_record    switch_info_record            view
+lft_record            lft_record                    view
+mft_record            mft_record                    view
+pkey_table_record     pkey_table_record             view
+sl2vl_record          sl2vl_record                  view
+vl_arb_record         vl_arb_record                 view
+sm_info_record        sm_info_record                view
+guid_info_record      guid_info_record              view
 '
 
 # Targets written by hand: the MAD layers that dispatch to the structures above, and RMPP.

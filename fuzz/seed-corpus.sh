@@ -19,11 +19,17 @@ declare -A SMP_TARGET=(
 declare -A SA_TARGET=(
     [0001]=class_port_info [0003]=inform_info [0035]=path_record [003a]=multipath_record
     [0038]=mcmember_record [0031]=service_record [00f3]=inform_info_record
+    [0011]=node_record [0012]=port_info_record [0020]=link_record [0014]=switch_info_record
+    [0015]=lft_record [0017]=mft_record [0033]=pkey_table_record [0013]=sl2vl_record
+    [0036]=vl_arb_record [0018]=sm_info_record [0030]=guid_info_record
 )
 # Bytes of each record on the wire.
 declare -A RECORD_LEN=(
     [class_port_info]=72 [inform_info]=36 [path_record]=64 [multipath_record]=200
     [mcmember_record]=52 [service_record]=176 [inform_info_record]=60
+    [node_record]=108 [port_info_record]=68 [link_record]=6 [switch_info_record]=24
+    [lft_record]=72 [mft_record]=72 [pkey_table_record]=72 [sl2vl_record]=16
+    [vl_arb_record]=72 [sm_info_record]=25 [guid_info_record]=72
 )
 
 # Writes hex string $2 as bytes to file $1.

@@ -41,6 +41,17 @@ fuzz_target!(|data: &[u8]| {
         sm_mad::inform_info_record::ATTR_ID => {
             walk!(inform_info_record, view, payload, offset)
         }
+        sm_mad::node_record::ATTR_ID => walk!(node_record, view, payload, offset),
+        sm_mad::port_info_record::ATTR_ID => walk!(port_info_record, view, payload, offset),
+        sm_mad::link_record::ATTR_ID => walk!(link_record, view, payload, offset),
+        sm_mad::switch_info_record::ATTR_ID => walk!(switch_info_record, view, payload, offset),
+        sm_mad::lft_record::ATTR_ID => walk!(lft_record, view, payload, offset),
+        sm_mad::mft_record::ATTR_ID => walk!(mft_record, view, payload, offset),
+        sm_mad::pkey_table_record::ATTR_ID => walk!(pkey_table_record, view, payload, offset),
+        sm_mad::sl2vl_record::ATTR_ID => walk!(sl2vl_record, view, payload, offset),
+        sm_mad::vl_arb_record::ATTR_ID => walk!(vl_arb_record, view, payload, offset),
+        sm_mad::sm_info_record::ATTR_ID => walk!(sm_info_record, view, payload, offset),
+        sm_mad::guid_info_record::ATTR_ID => walk!(guid_info_record, view, payload, offset),
         _ => {}
     }
 });

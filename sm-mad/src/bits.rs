@@ -534,6 +534,12 @@ macro_rules! wire_struct {
             fn emit(&self, buf: &mut [u8]) -> $crate::Result<()> {
                 Repr::emit(self, buf)
             }
+            fn check_reserved(buf: &[u8]) -> $crate::Result<()> {
+                Packet::new_checked(buf)?.check_reserved()
+            }
+            fn truncated(&self) -> Self {
+                Repr::truncated(self)
+            }
         }
     };
 }
@@ -634,9 +640,22 @@ macro_rules! wire_record {
                 &self.buffer.as_ref()[range]
             }
 
-            /// Fails on the first reserved bit of the record that is set.
+            /// Fails on the first reserved bit of the record that is set, the embedded
+            /// attributes' reserved bits included.
             pub fn check_reserved(&self) -> $crate::Result<()> {
-                $crate::bits::check_reserved($what, self.buffer.as_ref(), LEN, field::ALL)
+                let buf = self.buffer.as_ref();
+                $crate::bits::check_reserved($what, buf, LEN, field::ALL)?;
+                $(
+                    if let Some(b) = buf.get(field::$akonst) {
+                        <$aty as $crate::Wire>::check_reserved(b).map_err(|e| match e {
+                            $crate::Error::ReservedBitsSet { what, after, offset, mask } => {
+                                $crate::Error::ReservedBitsSet { what, after, offset: offset + $aoff, mask }
+                            }
+                            other => other,
+                        })?;
+                    }
+                )+
+                Ok(())
             }
         }
 
@@ -655,12 +674,21 @@ macro_rules! wire_record {
 
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+        #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
         pub struct Repr {
             $( $(#[$fmeta])* pub $field: $ty, )*
             $( $(#[$ameta])* pub $attr: $aty, )+
         }
 
         impl Repr {
+            /// The record as the wire carries it (see `Wire::truncated`).
+            pub fn truncated(&self) -> Repr {
+                Repr {
+                    $( $field: $crate::bits::WireValue::truncated(self.$field, $width), )*
+                    $( $attr: $crate::Wire::truncated(&self.$attr), )+
+                }
+            }
+
             /// Parses the record from the start of `buf` (padding after it is ignored);
             /// reserved bits are ignored (see `Packet::check_reserved`).
             pub fn parse(buf: &[u8]) -> $crate::Result<Self> {
@@ -702,6 +730,12 @@ macro_rules! wire_record {
             }
             fn emit(&self, buf: &mut [u8]) -> $crate::Result<()> {
                 Repr::emit(self, buf)
+            }
+            fn check_reserved(buf: &[u8]) -> $crate::Result<()> {
+                Packet::new_checked(buf)?.check_reserved()
+            }
+            fn truncated(&self) -> Self {
+                Repr::truncated(self)
             }
         }
     };

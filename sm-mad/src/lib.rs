@@ -75,6 +75,20 @@ pub trait Wire: Sized {
     fn parse(buf: &[u8]) -> Result<Self>;
     /// Writes the structure into the start of `buf`.
     fn emit(&self, buf: &mut [u8]) -> Result<()>;
+    /// The strict check: fails on the first reserved bit set in `buf` (offsets relative to
+    /// `buf`). Structures without reserved bits accept everything.
+    fn check_reserved(buf: &[u8]) -> Result<()> {
+        let _ = buf;
+        Ok(())
+    }
+    /// The structure as the wire keeps it (every field cut to its width): what `parse`
+    /// returns after `emit`.
+    fn truncated(&self) -> Self
+    where
+        Self: Clone,
+    {
+        self.clone()
+    }
 }
 
 /// An attribute that subnet management packets carry in their 64-byte data field.

@@ -331,6 +331,9 @@ impl Wire for Repr {
     fn emit(&self, buf: &mut [u8]) -> Result<()> {
         Repr::emit(self, buf)
     }
+    fn check_reserved(buf: &[u8]) -> Result<()> {
+        Packet::new_checked(buf)?.check_reserved()
+    }
 }
 
 impl SmpAttribute for Repr {

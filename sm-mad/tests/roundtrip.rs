@@ -24,10 +24,12 @@ use arbitrary::{Arbitrary, Unstructured};
 use proptest::prelude::*;
 use sm_mad::notice::{self, Kind, Trap};
 use sm_mad::{
-    Error, Result, SmpAttribute, Wire, WireValue, class_port_info, guid_info, inform_info,
-    inform_info_record, lft, mad, mcmember_record, mft, multipath_record, node_description,
-    node_info, path_record, pkey_table, port_info, rmpp, sa, service_record, sl2vl, sm_info, smp,
-    switch_info, vl_arb,
+    Error, Result, SmpAttribute, Wire, WireValue, class_port_info, guid_info, guid_info_record,
+    inform_info, inform_info_record, lft, lft_record, link_record, mad, mcmember_record, mft,
+    mft_record, multipath_record, node_description, node_info, node_record, path_record,
+    pkey_table, pkey_table_record, port_info, port_info_record, rmpp, sa, service_record, sl2vl,
+    sl2vl_record, sm_info, sm_info_record, smp, switch_info, switch_info_record, vl_arb,
+    vl_arb_record,
 };
 
 /// Scratch buffers: larger than any structure, so `emit` never runs out of room.
@@ -305,6 +307,17 @@ subjects! {
     service_record:     service_record,                 view,                 same,        none,      here;
     inform_info:        inform_info,                    view,                 truncated,   none,      here;
     inform_info_record: inform_info_record,             iir_reserved,         iir_canon,   none,      here;
+    node_record:        node_record,                    view,                 truncated,   none,      here;
+    port_info_record:   port_info_record,               view,                 truncated,   none,      here;
+    link_record:        link_record,                    view,                 truncated,   none,      here;
+    switch_info_record: switch_info_record,             view,                 truncated,   none,      here;
+    lft_record:         lft_record,                     view,                 truncated,   none,      here;
+    mft_record:         mft_record,                     view,                 truncated,   none,      here;
+    pkey_table_record:  pkey_table_record,              view,                 truncated,   none,      here;
+    sl2vl_record:       sl2vl_record,                   view,                 truncated,   none,      here;
+    vl_arb_record:      vl_arb_record,                  view,                 truncated,   none,      here;
+    sm_info_record:     sm_info_record,                 view,                 truncated,   none,      here;
+    guid_info_record:   guid_info_record,               view,                 truncated,   none,      here;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -700,5 +713,7 @@ macro_rules! sa_records {
 
 sa_records! {
     class_port_info, path_record, multipath_record, mcmember_record, service_record,
-    inform_info, inform_info_record,
+    inform_info, inform_info_record, node_record, port_info_record, link_record,
+    switch_info_record, lft_record, mft_record, pkey_table_record, sl2vl_record,
+    vl_arb_record, sm_info_record, guid_info_record,
 }
