@@ -1,0 +1,178 @@
+//! The umad I/O thread: owns the device, moves MADs between it and the async side.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::TryRecvError;
+use std::time::{Duration, Instant};
+
+use sm_mad::Lid;
+use tokio::sync::mpsc::error::TrySendError;
+
+use super::header::{self, QP1_QKEY, SendHdr};
+use super::sys::{self, Read};
+use super::{Incoming, Outgoing};
+
+/// Reads per round before queued writes get their turn.
+const READS_PER_ROUND: usize = 256;
+/// The largest message accepted (a kernel-reassembled RMPP transfer); a longer one could be
+/// neither read nor skipped, so the thread stops.
+const MAX_MESSAGE: usize = 4 << 20;
+/// poll() timeout while MADs are flowing, and when idle.
+const BUSY_WAIT_MS: i32 = 1;
+const IDLE_WAIT_MS: i32 = 10;
+/// How long after the last MAD the thread counts as busy.
+const BUSY_FOR: Duration = Duration::from_millis(100);
+
+pub(super) struct Worker {
+    pub(super) file: sys::UmadFile,
+    /// Held for the thread's life: IsSM stays set until it is dropped.
+    pub(super) issm: Option<sys::IsSm>,
+    pub(super) hdr_len: usize,
+    /// Agent id per management class.
+    pub(super) classes: Vec<(u8, u32)>,
+    pub(super) out_rx: std::sync::mpsc::Receiver<Outgoing>,
+    pub(super) in_tx: tokio::sync::mpsc::Sender<Incoming>,
+    pub(super) stop: Arc<AtomicBool>,
+}
+
+/// Why the loop ended.
+enum Exit {
+    Stopped,
+    Failed(String),
+}
+
+impl Worker {
+    pub(super) fn run(mut self) {
+        match self.serve() {
+            Exit::Stopped => tracing::debug!("umad I/O thread stopping"),
+            Exit::Failed(e) => tracing::error!("umad I/O thread stopped: {e}"),
+        }
+        // Drop order: IsSM first (an SM that stops is no SM), then the agents and the file.
+        drop(self.issm.take());
+        tracing::debug!("umad agents unregistered, device closed");
+    }
+
+    fn serve(&mut self) -> Exit {
+        let mut buf = vec![0u8; self.hdr_len + 256];
+        let mut msg = Vec::with_capacity(self.hdr_len + 256);
+        let mut last_busy = Instant::now();
+        loop {
+            let mut busy = false;
+            for _ in 0..READS_PER_ROUND {
+                match self.file.read(&mut buf) {
+                    Ok(Read::Data(n)) => {
+                        busy = true;
+                        if !self.deliver(&buf[..n]) {
+                            return Exit::Stopped;
+                        }
+                    }
+                    Ok(Read::Empty) => break,
+                    Ok(Read::TooSmall) => match header::wanted_len(&buf, self.hdr_len) {
+                        Some(n) if n <= MAX_MESSAGE && n > buf.len() => buf.resize(n, 0),
+                        other => {
+                            return Exit::Failed(format!(
+                                "a queued message of {other:?} bytes cannot be read"
+                            ));
+                        }
+                    },
+                    Err(e) => return Exit::Failed(format!("reading the umad device: {e}")),
+                }
+            }
+            loop {
+                match self.out_rx.try_recv() {
+                    Ok(o) => {
+                        busy = true;
+                        self.transmit(&o, &mut msg);
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => return Exit::Stopped,
+                }
+            }
+            if self.stop.load(Ordering::Relaxed) {
+                return Exit::Stopped;
+            }
+            if busy {
+                last_busy = Instant::now();
+                continue;
+            }
+            let wait = if last_busy.elapsed() < BUSY_FOR {
+                BUSY_WAIT_MS
+            } else {
+                IDLE_WAIT_MS
+            };
+            if let Err(e) = self.file.wait_readable(wait) {
+                return Exit::Failed(format!("poll on the umad device: {e}"));
+            }
+        }
+    }
+
+    /// Validates one received message and hands it on; false when the receiver is gone.
+    fn deliver(&self, buf: &[u8]) -> bool {
+        let h = match header::parse_recv(buf, self.hdr_len) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::debug!(?e, "dropping a umad message with a short header");
+                return true;
+            }
+        };
+        if h.status != 0 {
+            // 110 (ETIMEDOUT): a request the kernel (or ibsim) gave up on. The core keeps
+            // its own deadline and retries, so there is nothing to do.
+            tracing::trace!(status = h.status, "umad send failed; dropped");
+            return true;
+        }
+        let mad = &buf[self.hdr_len..];
+        if mad.len() < header::MAD_HDR_LEN {
+            tracing::debug!(
+                len = mad.len(),
+                "dropping a umad message too short for a MAD"
+            );
+            return true;
+        }
+        let m = Incoming {
+            slid: Lid(h.slid),
+            qpn: h.qpn,
+            sl: h.sl,
+            pkey_index: h.pkey_index,
+            mad: mad.to_vec(),
+        };
+        match self.in_tx.try_send(m) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                tracing::warn!("receive queue full; dropping a MAD");
+                true
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+
+    fn transmit(&self, o: &Outgoing, msg: &mut Vec<u8>) {
+        let Some(&class) = o.mad.get(1) else {
+            tracing::debug!("refusing to send an empty MAD");
+            return;
+        };
+        let Some(&(_, agent)) = self.classes.iter().find(|(c, _)| *c == class) else {
+            tracing::debug!(class, "no agent registered for this class; MAD not sent");
+            return;
+        };
+        let smi = o.qpn == 0;
+        let h = SendHdr {
+            agent,
+            timeout_ms: o.timeout_ms,
+            retries: 0,
+            qpn: o.qpn,
+            qkey: if smi { 0 } else { QP1_QKEY },
+            dlid: o.dlid.0,
+            sl: o.sl,
+            pkey_index: 0,
+        };
+        msg.clear();
+        msg.resize(self.hdr_len, 0);
+        header::emit_send(&h, self.hdr_len, o.mad.len(), msg);
+        msg.extend_from_slice(&o.mad);
+        if let Err(e) = self.file.write(msg) {
+            // The core's deadline covers a request that never left.
+            tracing::debug!(dlid = o.dlid.0, "umad write failed: {e}");
+        }
+    }
+}
