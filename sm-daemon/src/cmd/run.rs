@@ -1,5 +1,6 @@
 //! `ibsm run`: the subnet manager. With `--sim` it brings up the in-process simulated fabric
-//! (the bundled example when no topology is given).
+//! (the bundled example when no topology is given); with `--umad` it runs on a kernel umad
+//! port (real hardware, or ibsim through libumad2sim).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,8 +10,9 @@ use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
-use sm_daemon::core::{Event, Params, SweepReport};
+use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
+use sm_daemon::transport::umad::{self, Outgoing, Umad};
 use sm_sim::SimConfig;
 
 /// The bundled example fabric: a 2-level fat-tree of 12-port switches (72 hosts).
@@ -25,6 +27,15 @@ pub(crate) struct Args {
     /// net file); without TOPO, the bundled example fabric.
     #[arg(long, value_name = "TOPO", num_args = 0..=1, default_missing_value = EXAMPLE_NAME)]
     sim: Option<PathBuf>,
+    /// Run on a kernel umad port: DEVICE or DEVICE:PORT (e.g. `mlx5_0:1`); without a value,
+    /// the first port whose link is up. Under ibsim, run with libumad2sim preloaded.
+    #[arg(long, value_name = "DEVICE[:PORT]", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["sim", "sm_port", "seed", "loss"])]
+    umad: Option<String>,
+    /// How long the SM waits for the answer to one SMP before retrying it (milliseconds).
+    /// Default: 50 on a umad port (ibsim answers in tens of microseconds), 200 simulated.
+    #[arg(long, value_name = "MS")]
+    smp_timeout_ms: Option<u64>,
     /// The port the SM runs on: a port GUID, or a node description in the topology.
     /// Default: the first CA port with a link.
     #[arg(long)]
@@ -152,13 +163,11 @@ fn load_topology(sim: &Path) -> anyhow::Result<Fabric> {
     Ok(sm_core::read_topology(sim)?.fabric)
 }
 
-fn save_lids(args: &Args, driver: &SimDriver) -> anyhow::Result<()> {
+fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
     if let Some(d) = &args.state_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         let path = d.join("guid2lid");
-        driver
-            .sm
-            .lid_store()
+        sm.lid_store()
             .save(&path)
             .with_context(|| format!("saving {}", path.display()))?;
     }
@@ -182,10 +191,10 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
             driver.advance_to(vnow);
             while let Some(e) = driver.sm.poll_event() {
                 match e {
-                    Event::LidsChanged => save_lids(args, driver)?,
+                    Event::LidsChanged => save_lids(args, &driver.sm)?,
                     Event::SweepDone(_) => {
                         if let Some(d) = &args.dump_dir {
-                            write_dumps(d, driver)?;
+                            write_dumps(d, &driver.sm)?;
                         }
                     }
                     _ => {}
@@ -204,47 +213,115 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
     })
 }
 
-fn write_dumps(dir: &Path, driver: &SimDriver) -> anyhow::Result<()> {
+fn write_dumps(dir: &Path, sm: &Sm) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (Some(f), Some(lfts)) = (driver.sm.fabric(), driver.sm.lfts()) else {
+    let (Some(f), Some(lfts)) = (sm.fabric(), sm.lfts()) else {
         return Ok(());
     };
     let mut out = Vec::new();
     write_opensm_lfts(lfts, f, &mut out)?;
     std::fs::write(dir.join("opensm-lfts.dump"), &out)?;
     out.clear();
-    let sm_lid = Some(driver.sm.own_lid());
+    let sm_lid = Some(sm.own_lid());
     write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut out)?;
     std::fs::write(dir.join("opensm-subnet.lst"), &out)?;
-    driver.sm.lid_store().save(&dir.join("guid2lid"))?;
+    sm.lid_store().save(&dir.join("guid2lid"))?;
     Ok(())
 }
 
-pub(crate) fn run(args: Args) -> anyhow::Result<()> {
-    let Some(topo) = &args.sim else {
-        bail!("ibsm run needs a fabric: --sim [TOPO] (the kernel umad transport is not built yet)");
-    };
-    if !(0.0..=1.0).contains(&args.loss) {
-        bail!("--loss {} is not a fraction between 0 and 1", args.loss);
-    }
+/// Checks the options both transports share.
+fn check_args(args: &Args) -> anyhow::Result<()> {
     if args.lmc > 7 {
         bail!("--lmc {} is out of range 0..=7", args.lmc);
     }
     for name in args.routing.split(',').map(str::trim) {
         sm_routing::engine(name).with_context(|| format!("--routing {}", args.routing))?;
     }
-    let fabric = load_topology(topo)?;
-    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
-    let lids = match &args.state_dir {
+    if args.smp_timeout_ms == Some(0) {
+        bail!("--smp-timeout-ms must be at least 1");
+    }
+    Ok(())
+}
+
+fn load_lids(args: &Args) -> anyhow::Result<LidStore> {
+    Ok(match &args.state_dir {
         Some(d) => LidStore::load(&d.join("guid2lid"))?,
         None => LidStore::new(),
-    };
-    let params = Params {
+    })
+}
+
+/// The core's parameters from the command line; `smp_timeout_ms` is the transport's default.
+fn params(args: &Args, smp_timeout_ms: u64) -> Params {
+    let ms = args.smp_timeout_ms.unwrap_or(smp_timeout_ms);
+    Params {
         lmc: args.lmc,
         routing: args.routing.clone(),
         stopwatch: Some(monotonic_ns),
+        smp_timeout: ms.saturating_mul(1_000_000),
         ..Params::default()
+    }
+}
+
+/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
+/// printed, and an error when the subnet did not come up.
+fn finish(
+    args: &Args,
+    sm: &Sm,
+    last: Option<SweepReport>,
+    wall: Instant,
+    must_be_up: bool,
+) -> anyhow::Result<()> {
+    save_lids(args, sm)?;
+    let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+    let Some(r) = last else {
+        if must_be_up {
+            bail!("the SM did not finish a sweep");
+        }
+        return Ok(());
     };
+    if let Some(d) = &args.dump_dir {
+        write_dumps(d, sm)?;
+    }
+    let report = Report::new(&r, wall_ms);
+    match args.report.as_deref() {
+        None => {}
+        Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some("text") => {
+            let v = serde_json::to_value(&report)?;
+            if let serde_json::Value::Object(m) = v {
+                for (k, v) in m {
+                    println!("{k:<16} {v}");
+                }
+            }
+        }
+        Some(other) => bail!("--report {other}: expected text or json"),
+    }
+    if must_be_up && !r.subnet_up {
+        bail!("subnet not up: {}", r.errors.join("; "));
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(r) = args.report.as_deref() {
+        if r != "json" && r != "text" {
+            bail!("--report {r}: expected text or json");
+        }
+    }
+    if let Some(spec) = &args.umad {
+        return run_umad(&args, spec);
+    }
+    let Some(topo) = &args.sim else {
+        bail!("ibsm run needs a fabric: --umad [DEVICE[:PORT]] or --sim [TOPO]");
+    };
+    if !(0.0..=1.0).contains(&args.loss) {
+        bail!("--loss {} is not a fraction between 0 and 1", args.loss);
+    }
+    check_args(&args)?;
+    let fabric = load_topology(topo)?;
+    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
+    let lids = load_lids(&args)?;
+    let params = params(&args, 200);
     let cfg = SimConfig {
         seed: args.seed,
         faults: sm_sim::Faults {
@@ -263,7 +340,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
     }) {
         match e {
-            Event::LidsChanged => save_lids(&args, &driver)?,
+            Event::LidsChanged => save_lids(&args, &driver.sm)?,
             Event::SweepDone(r) => {
                 let up = r.subnet_up;
                 last = Some(*r);
@@ -279,30 +356,106 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
         serve(&args, &mut driver)?;
     }
-    save_lids(&args, &driver)?;
-    let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
-    let Some(r) = last else {
-        bail!("the SM did not finish a sweep");
-    };
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, &driver)?;
-    }
-    let report = Report::new(&r, wall_ms);
-    match args.report.as_deref() {
-        None => {}
-        Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
-        Some("text") => {
-            let v = serde_json::to_value(&report)?;
-            if let serde_json::Value::Object(m) = v {
-                for (k, v) in m {
-                    println!("{k:<16} {v}");
+    finish(&args, &driver.sm, last, wall, true)
+}
+
+/// Heavy sweeps that fail in a row before `--once` gives up.
+const ONCE_ATTEMPTS: usize = 5;
+
+/// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
+fn run_umad(args: &Args, spec: &str) -> anyhow::Result<()> {
+    check_args(args)?;
+    let port = umad::device::choose(Some(spec))?;
+    let lids = load_lids(args)?;
+    let params = params(args, 50);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(drive_umad(args, port, params, lids))
+}
+
+/// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
+/// `handle_timeout`, `poll_transmit` -> the I/O thread, events -> LID store, dumps, report.
+async fn drive_umad(
+    args: &Args,
+    port: umad::PortDesc,
+    params: Params,
+    lids: LidStore,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    // The kernel needs a timeout on requests to match their responses; the core keeps its
+    // own deadline (and retries), so the kernel's is the same and it never retries.
+    let req_timeout_ms = u32::try_from(params.smp_timeout.div_ceil(1_000_000))
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let wall = Instant::now();
+    let mut dev = Umad::open(port, umad::Options::default())?;
+    let clock = tokio::time::Instant::now();
+    let now = move || clock.elapsed().as_nanos() as u64;
+    let mut sm = Sm::new(params, lids);
+    sm.start(now());
+    let mut last: Option<SweepReport> = None;
+    let mut failures = 0;
+    let mut serving = false;
+    'run: loop {
+        while let Some(t) = sm.poll_transmit() {
+            let timeout = if t.expects_response {
+                req_timeout_ms
+            } else {
+                0
+            };
+            dev.send(Outgoing::smp(t.dlid, &t.mad, timeout))?;
+        }
+        while let Some(e) = sm.poll_event() {
+            match e {
+                Event::LidsChanged => save_lids(args, &sm)?,
+                Event::SweepDone(r) => {
+                    if let Some(d) = &args.dump_dir {
+                        write_dumps(d, &sm)?;
+                    }
+                    failures = if r.subnet_up { 0 } else { failures + 1 };
+                    let up = r.subnet_up;
+                    last = Some(*r);
+                    if args.once && (up || failures >= ONCE_ATTEMPTS) {
+                        break 'run;
+                    }
+                    if up && !serving {
+                        serving = true;
+                        tracing::info!("subnet up; sweeping until SIGINT/SIGTERM");
+                    }
                 }
+                Event::SweepStarted { .. } | Event::Trap { .. } => {}
             }
         }
-        Some(other) => bail!("--report {other}: expected text or json"),
+        let wake = match sm.poll_timeout() {
+            Some(t) => clock + std::time::Duration::from_nanos(t),
+            None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
+        };
+        tokio::select! {
+            m = dev.recv() => {
+                let Some(m) = m else {
+                    bail!("the umad device stopped (see the log above)");
+                };
+                sm.handle_mad(now(), m.slid, &m.mad);
+                // Take everything already queued before transmitting again.
+                while let Some(m) = dev.try_recv() {
+                    sm.handle_mad(now(), m.slid, &m.mad);
+                }
+                let t = now();
+                if sm.poll_timeout().is_some_and(|d| d <= t) {
+                    sm.handle_timeout(t);
+                }
+            }
+            _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
+            _ = int.recv() => break,
+            _ = term.recv() => break,
+        }
     }
-    if !r.subnet_up {
-        bail!("subnet not up: {}", r.errors.join("; "));
-    }
-    Ok(())
+    tracing::info!("shutting down");
+    // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
+    drop(dev);
+    finish(args, &sm, last, wall, args.once)
 }
