@@ -1214,6 +1214,10 @@ fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
 }
 
 /// A PortInfo Set that changes nothing but what the caller overrides.
+///
+/// OperationalVLs and NeighborMTU repeat the port's current values rather than 0: ibsim
+/// stores OperationalVLs as given (0 would switch the port's VLs off), and 0 is not a valid
+/// NeighborMTU.
 fn state_only(cur: &port_info::Repr) -> port_info::Repr {
     port_info::Repr {
         port_state: PortState::NoChange,
@@ -1221,8 +1225,6 @@ fn state_only(cur: &port_info::Repr) -> port_info::Repr {
         link_width_enabled: 0,
         link_speed_enabled: 0,
         link_down_default_state: port_info::LinkDownDefaultState::from_raw_value(0),
-        operational_vls: VlCap::from_raw_value(0),
-        neighbor_mtu: Mtu::from_raw_value(0),
         ..*cur
     }
 }
