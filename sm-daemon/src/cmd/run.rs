@@ -70,6 +70,8 @@ pub(crate) struct Args {
 #[derive(Debug, serde::Serialize)]
 struct Report {
     subnet_up: bool,
+    /// The SM's own LID (what every port's SMLid should say).
+    sm_lid: u16,
     nodes: usize,
     switches: usize,
     cas: usize,
@@ -91,10 +93,11 @@ struct Report {
 }
 
 impl Report {
-    fn new(r: &SweepReport, wall_ms: f64) -> Report {
+    fn new(r: &SweepReport, sm_lid: u16, wall_ms: f64) -> Report {
         let ms = |ns: u64| ns as f64 / 1e6;
         Report {
             subnet_up: r.subnet_up,
+            sm_lid,
             nodes: r.nodes,
             switches: r.switches,
             cas: r.cas,
@@ -282,7 +285,7 @@ fn finish(
     if let Some(d) = &args.dump_dir {
         write_dumps(d, sm)?;
     }
-    let report = Report::new(&r, wall_ms);
+    let report = Report::new(&r, sm.own_lid().0, wall_ms);
     match args.report.as_deref() {
         None => {}
         Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
