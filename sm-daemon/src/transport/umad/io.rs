@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::TryRecvError;
+use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
 use std::time::{Duration, Instant};
 
 use sm_mad::Lid;
@@ -17,11 +17,14 @@ const READS_PER_ROUND: usize = 256;
 /// The largest message accepted (a kernel-reassembled RMPP transfer); a longer one could be
 /// neither read nor skipped, so the thread stops.
 const MAX_MESSAGE: usize = 4 << 20;
-/// poll() timeout while MADs are flowing, and when idle.
-const BUSY_WAIT_MS: i32 = 1;
-const IDLE_WAIT_MS: i32 = 10;
-/// How long after the last MAD the thread counts as busy.
-const BUSY_FOR: Duration = Duration::from_millis(100);
+/// While MADs flow, the thread waits on the outgoing channel this long between looks at
+/// the device: an outgoing MAD wakes it at once, an incoming one waits at most this.
+const BUSY_STEP: Duration = Duration::from_micros(50);
+/// How long after the last MAD the thread stays in that mode.
+const BUSY_FOR: Duration = Duration::from_millis(20);
+/// Idle, it waits in poll() on the device this long (the bound on how late the first MAD
+/// of a quiet period goes out).
+const IDLE_WAIT_MS: i32 = 5;
 
 pub(super) struct Worker {
     pub(super) file: sys::UmadFile,
@@ -95,12 +98,18 @@ impl Worker {
                 last_busy = Instant::now();
                 continue;
             }
-            let wait = if last_busy.elapsed() < BUSY_FOR {
-                BUSY_WAIT_MS
-            } else {
-                IDLE_WAIT_MS
-            };
-            if let Err(e) = self.file.wait_readable(wait) {
+            if last_busy.elapsed() < BUSY_FOR {
+                // Answers are due and the core will answer them with more requests: wait
+                // for those, and look at the device again soon.
+                match self.out_rx.recv_timeout(BUSY_STEP) {
+                    Ok(o) => {
+                        last_busy = Instant::now();
+                        self.transmit(&o, &mut msg);
+                    }
+                    Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return Exit::Stopped,
+                }
+            } else if let Err(e) = self.file.wait_readable(IDLE_WAIT_MS) {
                 return Exit::Failed(format!("poll on the umad device: {e}"));
             }
         }

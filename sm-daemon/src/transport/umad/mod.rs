@@ -12,12 +12,14 @@
 //! over channels. Dropping the [`Umad`] stops the thread, unregisters the agents and closes
 //! both files.
 //!
-//! The I/O thread's loop works the same on both back ends: drain every readable MAD, then
-//! every queued outgoing MAD, and when a round found nothing to do, wait in poll() on the
-//! umad fd with a short timeout (1 ms while MADs are flowing, 10 ms when idle). The timeout
-//! is what lets an outgoing MAD queued during the wait go out promptly: the shim's poll
-//! watches only its first umad fd (an eventfd beside it would be ignored) and its read never
-//! blocks (an empty queue returns -11); a real kernel's non-blocking read returns EAGAIN.
+//! The I/O thread's loop works the same on both back ends: drain every readable MAD (the
+//! shim's read never blocks and returns -11 when empty; a real kernel's non-blocking read
+//! returns EAGAIN), then every queued outgoing MAD. When a round found nothing to do, it
+//! waits: while MADs are flowing (within 20 ms of the last one), on the outgoing channel
+//! for 50 us, so the core's next requests leave at once and the device is looked at again
+//! soon; when idle, in poll() on the umad fd for 5 ms, which an incoming MAD (a trap) cuts
+//! short. The shim's poll watches only its first umad fd, so an eventfd beside it could not
+//! wake the thread for outgoing MADs: the bounded waits do that on both back ends.
 
 pub mod device;
 mod header;
