@@ -348,6 +348,13 @@ impl Sm {
         self.reqs.poll_transmit()
     }
 
+    /// [`Sm::poll_transmit`] for a shell on a real clock: the request's deadline counts from
+    /// `now`, when the shell hands it to the transport, so time the core spent computing
+    /// (routing a large fabric) between queueing and sending is not charged to the fabric.
+    pub fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
+        self.reqs.poll_transmit_at(now)
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
