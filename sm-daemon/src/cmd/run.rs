@@ -364,6 +364,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
 
 /// Heavy sweeps that fail in a row before `--once` gives up.
 const ONCE_ATTEMPTS: usize = 5;
+/// Received MADs handled in one go before the driver transmits again.
+const RECV_BATCH: usize = 256;
 
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
 fn run_umad(args: &Args, spec: &str) -> anyhow::Result<()> {
@@ -404,7 +406,7 @@ async fn drive_umad(
     let mut failures = 0;
     let mut serving = false;
     'run: loop {
-        while let Some(t) = sm.poll_transmit() {
+        while let Some(t) = sm.poll_transmit_at(now()) {
             let timeout = if t.expects_response {
                 req_timeout_ms
             } else {
@@ -433,6 +435,14 @@ async fn drive_umad(
                 Event::SweepStarted { .. } | Event::Trap { .. } => {}
             }
         }
+        // Deadlines are checked only after every queued request went out (and had its
+        // deadline counted from then): a request queued before a long computation must
+        // not expire before it was even sent.
+        let t = now();
+        if sm.poll_timeout().is_some_and(|d| d <= t) {
+            sm.handle_timeout(t);
+            continue;
+        }
         let wake = match sm.poll_timeout() {
             Some(t) => clock + std::time::Duration::from_nanos(t),
             None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
@@ -443,13 +453,10 @@ async fn drive_umad(
                     bail!("the umad device stopped (see the log above)");
                 };
                 sm.handle_mad(now(), m.slid, &m.mad);
-                // Take everything already queued before transmitting again.
-                while let Some(m) = dev.try_recv() {
+                // Take what is already queued (a bounded batch) before transmitting again.
+                for _ in 0..RECV_BATCH {
+                    let Some(m) = dev.try_recv() else { break };
                     sm.handle_mad(now(), m.slid, &m.mad);
-                }
-                let t = now();
-                if sm.poll_timeout().is_some_and(|d| d <= t) {
-                    sm.handle_timeout(t);
                 }
             }
             _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
