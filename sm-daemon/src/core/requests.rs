@@ -139,6 +139,7 @@ impl<P> Requests<P> {
             };
             if p.tries_left > 0 {
                 self.counts.retried += 1;
+                tracing::debug!(tid, deadline, now, "SMP timed out; retrying");
                 // A new TID per attempt: a late answer to the old one is then ignored.
                 let new = self.tid();
                 let mut mad = p.mad;
