@@ -117,33 +117,8 @@ impl Worker {
 
     /// Validates one received message and hands it on; false when the receiver is gone.
     fn deliver(&self, buf: &[u8]) -> bool {
-        let h = match header::parse_recv(buf, self.hdr_len) {
-            Ok(h) => h,
-            Err(e) => {
-                tracing::debug!(?e, "dropping a umad message with a short header");
-                return true;
-            }
-        };
-        if h.status != 0 {
-            // 110 (ETIMEDOUT): a request the kernel (or ibsim) gave up on. The core keeps
-            // its own deadline and retries, so there is nothing to do.
-            tracing::trace!(status = h.status, "umad send failed; dropped");
+        let Some(m) = parse_message(buf, self.hdr_len) else {
             return true;
-        }
-        let mad = &buf[self.hdr_len..];
-        if mad.len() < header::MAD_HDR_LEN {
-            tracing::debug!(
-                len = mad.len(),
-                "dropping a umad message too short for a MAD"
-            );
-            return true;
-        }
-        let m = Incoming {
-            slid: Lid(h.slid),
-            qpn: h.qpn,
-            sl: h.sl,
-            pkey_index: h.pkey_index,
-            mad: mad.to_vec(),
         };
         match self.in_tx.try_send(m) {
             Ok(()) => true,
@@ -182,6 +157,125 @@ impl Worker {
         if let Err(e) = self.file.write(msg) {
             // The core's deadline covers a request that never left.
             tracing::debug!(dlid = o.dlid.0, "umad write failed: {e}");
+        }
+    }
+}
+
+/// One received message (header + MAD), validated; `None` for anything to drop.
+fn parse_message(buf: &[u8], hdr_len: usize) -> Option<Incoming> {
+    let h = match header::parse_recv(buf, hdr_len) {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::debug!(?e, "dropping a umad message with a short header");
+            return None;
+        }
+    };
+    if h.status != 0 {
+        // 110 (ETIMEDOUT): a request the kernel (or ibsim) gave up on. The core keeps its
+        // own deadline and retries, so there is nothing to do.
+        tracing::trace!(status = h.status, "umad send failed; dropped");
+        return None;
+    }
+    let mad = buf.get(hdr_len..)?;
+    if mad.len() < header::MAD_HDR_LEN {
+        tracing::debug!(
+            len = mad.len(),
+            "dropping a umad message too short for a MAD"
+        );
+        return None;
+    }
+    Some(Incoming {
+        slid: Lid(h.slid),
+        qpn: h.qpn,
+        sl: h.sl,
+        pkey_index: h.pkey_index,
+        mad: mad.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(hdr_len: usize, status: u32, mad_len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; hdr_len + mad_len];
+        let h = SendHdr {
+            agent: 1,
+            timeout_ms: 0,
+            retries: 0,
+            qpn: 0,
+            qkey: 0,
+            dlid: 42,
+            sl: 0,
+            pkey_index: 0,
+        };
+        header::emit_send(&h, hdr_len, mad_len, &mut b);
+        b[4..8].copy_from_slice(&status.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn good_messages_pass_with_their_source() {
+        for hdr in [header::HDR_LEN_OLD, header::HDR_LEN_PKEY] {
+            let m = parse_message(&message(hdr, 0, 256), hdr).unwrap();
+            assert_eq!(m.slid, Lid(42));
+            assert_eq!(m.mad.len(), 256);
+        }
+    }
+
+    #[test]
+    fn timeouts_short_and_garbage_buffers_are_dropped() {
+        let hdr = header::HDR_LEN_OLD;
+        // A request the kernel gave up on: status 110, header + 24 bytes.
+        assert!(parse_message(&message(hdr, 110, 24), hdr).is_none());
+        assert!(parse_message(&message(hdr, 0, 23), hdr).is_none());
+        assert!(parse_message(&message(hdr, 0, 0)[..40], hdr).is_none());
+        assert!(parse_message(&[], hdr).is_none());
+        // Whatever the bytes, nothing panics.
+        let mut x = 0x9e37_79b9_u32;
+        for len in 0..400 {
+            let buf: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x as u8
+                })
+                .collect();
+            for hdr in [header::HDR_LEN_OLD, header::HDR_LEN_PKEY] {
+                let _ = parse_message(&buf, hdr);
+                let _ = header::wanted_len(&buf, hdr);
+            }
+        }
+    }
+
+    #[test]
+    fn the_core_survives_whatever_the_device_delivers() {
+        use crate::core::{Params, Sm};
+        let mut sm = Sm::new(Params::default(), sm_core::lid::LidStore::new());
+        sm.start(0);
+        let mut x = 0x2545_f491_u32;
+        for len in [0, 1, 23, 24, 63, 64, 200, 255, 256, 257, 2048] {
+            for class in [0x01u8, 0x81, 0x03, 0x04] {
+                for method in [0x01u8, 0x02, 0x05, 0x07, 0x81, 0x92] {
+                    let mut buf: Vec<u8> = (0..len)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 17;
+                            x ^= x << 5;
+                            x as u8
+                        })
+                        .collect();
+                    if len >= 24 {
+                        buf[0] = 1;
+                        buf[1] = class;
+                        buf[2] = 1;
+                        buf[3] = method;
+                    }
+                    sm.handle_mad(1, Lid(x as u16), &buf);
+                    while sm.poll_transmit().is_some() {}
+                }
+            }
         }
     }
 }
