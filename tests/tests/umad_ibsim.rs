@@ -187,6 +187,7 @@ fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
 
 /// Brings the fabric up with `ibsm run --umad --once` and checks it with the diag tools.
 fn check(case: Case) {
+    let started = std::time::Instant::now();
     let scratch = Scratch::new("umad", case.name);
     let dir = scratch.path();
     std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
@@ -402,6 +403,19 @@ fn check(case: Case) {
             );
         }
     }
+    eprintln!(
+        "{}: {} nodes up in {} ms (sweep {} ms, {} MADs); {} switch tables, {} traced pairs, \
+         {} ports checked; {:.1} s in all",
+        case.name,
+        want.nodes,
+        report["wall_ms"].as_f64().unwrap_or(0.0).round(),
+        report["sweep_ms"].as_f64().unwrap_or(0.0).round(),
+        report["mads_sent"],
+        switch_lids.len(),
+        chosen.len(),
+        ports.len(),
+        started.elapsed().as_secs_f64()
+    );
     drop(sim);
     drop(scratch);
 }
