@@ -138,3 +138,25 @@ fn dumps_are_written_and_read_back() {
     assert!(ar.lines().any(|l| l.starts_with("group ")));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn umad_without_a_device_says_so() {
+    let out = ibsm()
+        .args(["run", "--umad", "--sim", "--once"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
+    if std::path::Path::new("/sys/class/infiniband_mad").exists() {
+        // A machine with InfiniBand ports: never start an SM on them from a test.
+        return;
+    }
+    let out = ibsm()
+        .args(["run", "--umad", "mlx5_0:1", "--once"])
+        .env_remove("LD_PRELOAD")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no InfiniBand umad device"), "{err}");
+}

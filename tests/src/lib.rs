@@ -1,1 +1,287 @@
-//! Cross-crate integration tests live in `tests/tests/`.
+//! Cross-crate integration tests live in `tests/tests/`; this library is their shared support:
+//! finding the real InfiniBand tools, scratch directories, and ibsim running in a private
+//! network namespace ([`Ibsim`]) with every client (diag tools, `ibsm`) entering it.
+//!
+//! The tools are required: a missing one fails the test with an install hint.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to install when a tool is missing.
+pub const INSTALL: &str =
+    "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags opensm";
+
+/// A program on PATH or in the sbin directories a non-root PATH may lack.
+pub fn program(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let extra = ["/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin"];
+    std::env::split_paths(&path)
+        .chain(extra.iter().map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!("`{name}` not found; {INSTALL} (unshare and nsenter are in util-linux)")
+        })
+}
+
+/// The libumad2sim shim: `$IBSM_UMAD2SIM`, or `<libdir>/umad2sim/libumad2sim.so`.
+pub fn shim() -> PathBuf {
+    if let Some(p) = std::env::var_os("IBSM_UMAD2SIM") {
+        return PathBuf::from(p);
+    }
+    let mut dirs = vec![
+        PathBuf::from("/usr/lib"),
+        PathBuf::from("/usr/lib64"),
+        PathBuf::from("/usr/local/lib"),
+    ];
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        let mut multiarch: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        multiarch.sort();
+        dirs.extend(multiarch);
+    }
+    dirs.iter()
+        .map(|d| d.join("umad2sim/libumad2sim.so"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("libumad2sim.so not found; {INSTALL}"))
+}
+
+/// The `ibsm` binary of this build: `$IBSM_BIN`, or `ibsm` beside the test's `deps/`
+/// directory (`cargo test --workspace` builds it).
+pub fn ibsm_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("IBSM_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("ibsm"))
+        .unwrap();
+    assert!(
+        bin.is_file(),
+        "{} not found: build it first (cargo build -p sm-daemon, or cargo test --workspace), \
+         or point IBSM_BIN at it",
+        bin.display()
+    );
+    bin
+}
+
+/// A scratch directory, kept when the test fails so its logs can be read.
+pub struct Scratch(pub PathBuf);
+
+impl Scratch {
+    /// `$TMPDIR/ibsm-<prefix>-<pid>-<name>`, empty.
+    pub fn new(prefix: &str, name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("ibsm-{prefix}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A file's text, or "" when it does not exist.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.0.join(name)).unwrap_or_default()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {} for inspection", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Polls `f` every `step` until it returns `Some` or `limit` has passed.
+pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(step);
+    }
+}
+
+/// Starts ibsim in a private network namespace: `unshare -n`, loopback up, pid written to
+/// `ns.pid`, then `exec ibsim` (bounded by `timeout` in case the test process dies).
+const START: &str = r#"
+ip link set lo up || { echo "ip link set lo up failed" >&2; exit 90; }
+echo $$ > ns.pid
+exec "$@"
+"#;
+
+/// ibsim on a fabric file, in its own network namespace. Every client enters that
+/// namespace with `nsenter --net` and runs from the scratch directory (the shim writes its
+/// fake sysfs there). Dropping it kills ibsim.
+pub struct Ibsim {
+    child: Child,
+    console: Option<ChildStdin>,
+    ns_pid: u32,
+    pub dir: PathBuf,
+    shim: PathBuf,
+    timeout: PathBuf,
+    nsenter: PathBuf,
+}
+
+impl Ibsim {
+    /// Starts ibsim on `dir/net_file` with extra flags (`-N`, `-S`, ... limits) and waits
+    /// until it answers. With `console`, ibsim reads console commands from a pipe that
+    /// stays open ([`Ibsim::console`]); otherwise it runs with `--no-console`.
+    pub fn start(dir: &Path, net_file: &str, flags: &[String], console: bool) -> Ibsim {
+        let (ibsim, unshare, timeout, nsenter) = (
+            program("ibsim"),
+            program("unshare"),
+            program("timeout"),
+            program("nsenter"),
+        );
+        let shim = shim();
+        let log = std::fs::File::create(dir.join("ibsim.log")).unwrap();
+        let mut cmd = Command::new(&timeout);
+        cmd.args(["--kill-after=5", "900"])
+            .arg(&unshare)
+            .args(["-n", "sh", "-c", START, "sh"])
+            .arg(&ibsim)
+            .args(["-s", net_file])
+            .args(flags)
+            .current_dir(dir)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        if console {
+            cmd.stdin(Stdio::piped());
+        } else {
+            cmd.arg("--no-console").stdin(Stdio::null());
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", unshare.display()));
+        let console = child.stdin.take();
+        let pid_file = dir.join("ns.pid");
+        let ns_pid = poll(Duration::from_secs(10), Duration::from_millis(10), || {
+            std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+        });
+        let mut sim = Ibsim {
+            child,
+            console,
+            ns_pid: ns_pid.unwrap_or(0),
+            dir: dir.to_path_buf(),
+            shim,
+            timeout,
+            nsenter,
+        };
+        if ns_pid.is_none() {
+            sim.fail("ibsim's namespace did not start (unshare -n needs root)");
+        }
+        // Ready once a client can attach and get an answer (a big fabric takes a while to
+        // parse; a client started earlier fails to connect).
+        let ready = poll(Duration::from_secs(60), Duration::from_millis(50), || {
+            if let Ok(Some(status)) = sim.child.try_wait() {
+                sim.fail(&format!("ibsim exited early: {status}"));
+            }
+            let out = sim.tool(&["smpquery", "-D", "nodeinfo", "0"], 10);
+            out.status.success().then_some(())
+        });
+        if ready.is_none() {
+            sim.fail("ibsim never answered");
+        }
+        sim
+    }
+
+    /// Panics with ibsim's log.
+    pub fn fail(&self, why: &str) -> ! {
+        let log = std::fs::read_to_string(self.dir.join("ibsim.log")).unwrap_or_default();
+        panic!("{why}\n--- ibsim.log\n{log}\n({INSTALL})");
+    }
+
+    /// A command run inside the namespace, from the scratch directory, bounded by
+    /// `secs`: `timeout secs nsenter --net=... env LD_PRELOAD=<shim> program args...`.
+    pub fn command(&self, program: &Path, args: &[&str], secs: u32) -> Command {
+        let mut c = Command::new(&self.timeout);
+        c.args(["--kill-after=5", &secs.to_string()])
+            .arg(&self.nsenter)
+            .arg(format!("--net=/proc/{}/ns/net", self.ns_pid))
+            .arg("env")
+            .arg(format!("LD_PRELOAD={}", self.shim.display()))
+            .arg(program)
+            .args(args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs a diag tool (found on PATH) through the shim and returns its output.
+    pub fn tool(&self, args: &[&str], secs: u32) -> Output {
+        let (name, rest) = args.split_first().unwrap();
+        self.command(&program(name), rest, secs).output().unwrap()
+    }
+
+    /// Runs a diag tool and returns its stdout, panicking with its stderr on failure.
+    pub fn tool_ok(&self, args: &[&str], secs: u32) -> String {
+        let out = self.tool(args, secs);
+        assert!(
+            out.status.success(),
+            "{args:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs a bash script inside the namespace (no shim in bash itself); the script gets
+    /// `$SHIM` and a function `t` that runs a tool through the shim with a 20 s timeout.
+    pub fn script(&self, body: &str, secs: u32) -> Output {
+        let prelude = r#"t() { LD_PRELOAD="$SHIM" timeout 20 "$@"; }"#;
+        let mut c = Command::new(&self.timeout);
+        c.args(["--kill-after=5", &secs.to_string()])
+            .arg(&self.nsenter)
+            .arg(format!("--net=/proc/{}/ns/net", self.ns_pid))
+            .args(["bash", "-c", &format!("{prelude}\n{body}")])
+            .env("SHIM", &self.shim)
+            .current_dir(&self.dir)
+            .stdin(Stdio::null());
+        c.output().unwrap()
+    }
+
+    /// Sends one console command (`Unlink "sw"[3]`, `ReLink ...`). Nothing acknowledges it:
+    /// poll the fabric afterwards.
+    pub fn console(&mut self, line: &str) {
+        let c = self
+            .console
+            .as_mut()
+            .expect("ibsim was started without a console");
+        writeln!(c, "{line}").unwrap();
+        c.flush().unwrap();
+    }
+}
+
+impl Drop for Ibsim {
+    fn drop(&mut self) {
+        if self.ns_pid != 0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", &self.ns_pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,8 +8,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::Command;
+
+use ibsm_tests::{INSTALL, Scratch, program, shim};
 
 use sm_core::fabric::Fabric;
 use sm_core::generate::{
@@ -17,67 +18,6 @@ use sm_core::generate::{
 };
 use sm_core::read_topology_str;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
-
-const INSTALL: &str =
-    "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags";
-
-/// A program on PATH or in the sbin directories a non-root PATH may lack.
-fn program(name: &str) -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let extra = ["/usr/sbin", "/sbin", "/usr/bin", "/bin", "/usr/local/sbin"];
-    std::env::split_paths(&path)
-        .chain(extra.iter().map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("`{name}` not found; {INSTALL} (unshare is in util-linux)"))
-}
-
-/// The libumad2sim shim: `$IBSM_UMAD2SIM`, or `<libdir>/umad2sim/libumad2sim.so`.
-fn shim() -> PathBuf {
-    if let Some(p) = std::env::var_os("IBSM_UMAD2SIM") {
-        return PathBuf::from(p);
-    }
-    let mut dirs = vec![
-        PathBuf::from("/usr/lib"),
-        PathBuf::from("/usr/lib64"),
-        PathBuf::from("/usr/local/lib"),
-    ];
-    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
-        let mut multiarch: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        multiarch.sort();
-        dirs.extend(multiarch);
-    }
-    dirs.iter()
-        .map(|d| d.join("umad2sim/libumad2sim.so"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("libumad2sim.so not found; {INSTALL}"))
-}
-
-/// A scratch directory, kept when the test fails so its logs can be read.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("ibsm-gen-ibsim-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {} for inspection", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
 
 /// Runs ibsim on the fabric and returns what ibnetdiscover finds in it.
 ///
@@ -110,7 +50,7 @@ fn discover(name: &str, fabric: &Fabric) -> Fabric {
         program("timeout"),
     );
     let shim = shim();
-    let scratch = Scratch::new(name);
+    let scratch = Scratch::new("gen-ibsim", name);
     let dir = &scratch.0;
     let mut text = Vec::new();
     write_ibnetdiscover(fabric, &WriteOptions::default(), &mut text).unwrap();

@@ -1,5 +1,6 @@
 //! `ibsm run`: the subnet manager. With `--sim` it brings up the in-process simulated fabric
-//! (the bundled example when no topology is given).
+//! (the bundled example when no topology is given); with `--umad` it runs on a kernel umad
+//! port (real hardware, or ibsim through libumad2sim).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -9,8 +10,9 @@ use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
-use sm_daemon::core::{Event, SweepReport};
+use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
+use sm_daemon::transport::umad::{self, Outgoing, Umad};
 use sm_sim::SimConfig;
 
 /// The bundled example fabric: a 2-level fat-tree of 12-port switches (72 hosts).
@@ -25,6 +27,15 @@ pub(crate) struct Args {
     /// net file); without TOPO, the bundled example fabric.
     #[arg(long, value_name = "TOPO", num_args = 0..=1, default_missing_value = EXAMPLE_NAME)]
     sim: Option<PathBuf>,
+    /// Run on a kernel umad port: DEVICE or DEVICE:PORT (e.g. `mlx5_0:1`); without a value,
+    /// the first port whose link is up. Under ibsim, run with libumad2sim preloaded.
+    #[arg(long, value_name = "DEVICE[:PORT]", num_args = 0..=1, default_missing_value = "",
+          conflicts_with_all = ["sim", "sm_port", "seed", "loss"])]
+    umad: Option<String>,
+    /// How long the SM waits for the answer to one SMP before retrying it (milliseconds).
+    /// Default: 50 on a umad port (ibsim answers in tens of microseconds), 200 simulated.
+    #[arg(long, value_name = "MS")]
+    smp_timeout_ms: Option<u64>,
     /// The port the SM runs on: a port GUID, or a node description in the topology.
     /// Default: the first CA port with a link.
     #[arg(long)]
@@ -35,7 +46,7 @@ pub(crate) struct Args {
     /// Print the sweep report: text or json.
     #[arg(long, value_name = "FORMAT")]
     report: Option<String>,
-    /// The TOML configuration (see ibsm.example.toml); flags below override it.
+    /// The TOML configuration (see ibsm.example.toml); the flags below override it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Routing engine chain, e.g. `ftree,updn,minhop` (default: minhop).
@@ -59,11 +70,11 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0.0)]
     loss: f64,
     /// A fault scenario for the simulated fabric (see `sm_sim::scenario` for the format).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "umad")]
     scenario: Option<PathBuf>,
     /// Run this long in virtual time (e.g. `200ms`) and report every sweep, instead of
     /// stopping at the first subnet up; for replaying scenarios.
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", conflicts_with = "umad")]
     run_for: Option<String>,
 }
 
@@ -71,6 +82,8 @@ pub(crate) struct Args {
 #[derive(Debug, serde::Serialize)]
 struct Report {
     subnet_up: bool,
+    /// The SM's own LID (what every port's SMLid should say).
+    sm_lid: u16,
     nodes: usize,
     switches: usize,
     cas: usize,
@@ -91,17 +104,19 @@ struct Report {
     routing_ms: f64,
     programming_ms: f64,
     wall_ms: f64,
-    /// CA-to-CA pairs (every LID) the data-path tracer could not deliver after bring-up,
-    /// each pair using the best partition both ends share.
-    unreachable_pairs: u64,
+    /// CA-to-CA pairs (every LID) that cannot be delivered: traced through the programmed
+    /// simulated fabric with `--sim` (each pair on the best partition both ends share),
+    /// walked through the SM's own tables with `--umad`.
+    unreachable_pairs: Option<u64>,
     errors: Vec<String>,
 }
 
 impl Report {
-    fn new(r: &SweepReport, wall_ms: f64) -> Report {
+    fn new(r: &SweepReport, sm_lid: u16, wall_ms: f64) -> Report {
         let ms = |ns: u64| ns as f64 / 1e6;
         Report {
             subnet_up: r.subnet_up,
+            sm_lid,
             nodes: r.nodes,
             switches: r.switches,
             cas: r.cas,
@@ -122,7 +137,7 @@ impl Report {
             routing_ms: ms(r.routing_ns),
             programming_ms: ms(r.programming_ns),
             wall_ms,
-            unreachable_pairs: 0,
+            unreachable_pairs: None,
             errors: r.errors.clone(),
         }
     }
@@ -174,61 +189,11 @@ fn load_topology(sim: &Path) -> anyhow::Result<Fabric> {
     Ok(sm_core::read_topology(sim)?.fabric)
 }
 
-/// Pairs the tracer cannot deliver in the fabric as the SM programmed it.
-fn unreachable(driver: &SimDriver) -> u64 {
-    let all = driver.sim.check_all_pairs(&sm_sim::trace::AllPairsOptions {
-        pkey: sm_sim::trace::PKeyChoice::BestShared,
-        ..sm_sim::trace::AllPairsOptions::default()
-    });
-    all.pairs - all.delivered
-}
-
-/// Runs the SM in virtual time for `limit` and reports every sweep.
-fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
-    let mut reports = Vec::new();
-    while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
-        matches!(e, Event::SweepDone(_) | Event::LidsChanged)
-    }) {
-        match e {
-            Event::LidsChanged => save_lids(args, driver)?,
-            Event::SweepDone(r) => {
-                let mut rep = Report::new(&r, wall.elapsed().as_secs_f64() * 1e3);
-                rep.unreachable_pairs = unreachable(driver);
-                reports.push(rep);
-            }
-            _ => {}
-        }
-        if driver.now() >= limit {
-            break;
-        }
-    }
-    save_lids(args, driver)?;
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, driver)?;
-    }
-    match args.report.as_deref() {
-        Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
-        Some("text") => {
-            for r in &reports {
-                println!("{}", serde_json::to_string(r)?);
-            }
-        }
-        Some(other) => bail!("--report {other}: expected text or json"),
-        None => {}
-    }
-    if !reports.last().is_some_and(|r| r.subnet_up) {
-        bail!("the subnet was not up at the end of the run");
-    }
-    Ok(())
-}
-
-fn save_lids(args: &Args, driver: &SimDriver) -> anyhow::Result<()> {
+fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
     if let Some(d) = &args.state_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
         let path = d.join("guid2lid");
-        driver
-            .sm
-            .lid_store()
+        sm.lid_store()
             .save(&path)
             .with_context(|| format!("saving {}", path.display()))?;
     }
@@ -253,10 +218,10 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
             driver.advance_to(vnow);
             while let Some(e) = driver.sm.poll_event() {
                 match e {
-                    Event::LidsChanged => save_lids(args, driver)?,
+                    Event::LidsChanged => save_lids(args, &driver.sm)?,
                     Event::SweepDone(_) => {
                         if let Some(d) = &args.dump_dir {
-                            write_dumps(d, driver)?;
+                            write_dumps(d, &driver.sm)?;
                         }
                     }
                     _ => {}
@@ -268,13 +233,7 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
-                _ = usr1.recv() => {
-                    // Dumps on request.
-                    match &args.dump_dir {
-                        Some(d) => write_dumps(d, driver)?,
-                        None => tracing::warn!("SIGUSR1: no --dump-dir to write dumps to"),
-                    }
-                }
+                _ = usr1.recv() => dump_on_request(args, &driver.sm)?,
             }
         }
         tracing::info!("shutting down");
@@ -282,33 +241,87 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
     })
 }
 
-fn write_dumps(dir: &Path, driver: &SimDriver) -> anyhow::Result<()> {
+fn write_dumps(dir: &Path, sm: &Sm) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (Some(f), Some(lfts)) = (driver.sm.fabric(), driver.sm.lfts()) else {
+    let (Some(f), Some(lfts)) = (sm.fabric(), sm.lfts()) else {
         return Ok(());
     };
     let mut out = Vec::new();
     write_opensm_lfts(lfts, f, &mut out)?;
     std::fs::write(dir.join("opensm-lfts.dump"), &out)?;
     out.clear();
-    let sm_lid = Some(driver.sm.own_lid());
+    let sm_lid = Some(sm.own_lid());
     write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut out)?;
     std::fs::write(dir.join("opensm-subnet.lst"), &out)?;
-    driver.sm.lid_store().save(&dir.join("guid2lid"))?;
-    if let Some(ar) = driver.sm.ar_hints() {
+    sm.lid_store().save(&dir.join("guid2lid"))?;
+    if let Some(ar) = sm.ar_hints() {
         std::fs::write(dir.join("ibsm-ar-hints.dump"), ar)?;
     }
     Ok(())
 }
 
-pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
-    let Some(topo) = args.sim.clone() else {
-        bail!("ibsm run needs a fabric: --sim [TOPO] (the kernel umad transport is not built yet)");
-    };
-    if !(0.0..=1.0).contains(&args.loss) {
-        bail!("--loss {} is not a fraction between 0 and 1", args.loss);
+/// SIGUSR1: the dumps, now.
+fn dump_on_request(args: &Args, sm: &Sm) -> anyhow::Result<()> {
+    match &args.dump_dir {
+        Some(d) => write_dumps(d, sm),
+        None => {
+            tracing::warn!("SIGUSR1: no --dump-dir to write dumps to");
+            Ok(())
+        }
     }
-    let (mut cfg_file, cfg_path) = match &args.config {
+}
+
+/// Pairs the tracer cannot deliver in the simulated fabric as the SM programmed it.
+fn unreachable_traced(driver: &SimDriver) -> u64 {
+    let all = driver.sim.check_all_pairs(&sm_sim::trace::AllPairsOptions {
+        pkey: sm_sim::trace::PKeyChoice::BestShared,
+        ..sm_sim::trace::AllPairsOptions::default()
+    });
+    all.pairs - all.delivered
+}
+
+/// Pairs the SM's own tables do not deliver, walked on its model of the fabric.
+fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
+    let (f, lfts) = (sm.fabric()?, sm.lfts()?);
+    let topo = sm_routing::Topo::new(f).ok()?;
+    let routes = sm_routing::Routes::from_lfts(lfts, &topo).ok()?;
+    let opts = sm_routing::ValidateOptions {
+        credit_loops: false,
+        ..sm_routing::ValidateOptions::default()
+    };
+    Some(sm_routing::validate(&topo, &routes, &opts).unreachable_pairs)
+}
+
+/// Checks the options both transports share.
+fn check_args(args: &Args) -> anyhow::Result<()> {
+    if let Some(l) = args.lmc {
+        if l > 7 {
+            bail!("--lmc {l} is out of range 0..=7");
+        }
+    }
+    if let Some(r) = &args.routing {
+        for name in r.split(',').map(str::trim) {
+            sm_routing::engine(name).with_context(|| format!("--routing {r}"))?;
+        }
+    }
+    if args.smp_timeout_ms == Some(0) {
+        bail!("--smp-timeout-ms must be at least 1");
+    }
+    Ok(())
+}
+
+fn load_lids(args: &Args) -> anyhow::Result<LidStore> {
+    Ok(match &args.state_dir {
+        Some(d) => LidStore::load(&d.join("guid2lid"))?,
+        None => LidStore::new(),
+    })
+}
+
+/// The core's parameters: the configuration file (or the defaults), then the flags;
+/// `smp_timeout_ms` is the transport's default when neither sets one. A `--config` also
+/// gives the state directory when `--state-dir` does not.
+fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
+    let (mut cfg, path) = match &args.config {
         Some(p) => (sm_core::config::Config::load(p)?, p.clone()),
         None => (
             sm_core::config::Config::default(),
@@ -316,29 +329,93 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         ),
     };
     if let Some(r) = &args.routing {
-        for name in r.split(',').map(str::trim) {
-            sm_routing::engine(name).with_context(|| format!("--routing {r}"))?;
-        }
-        cfg_file.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
+        cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
     }
     if let Some(l) = args.lmc {
-        if l > 7 {
-            bail!("--lmc {l} is out of range 0..=7");
-        }
-        cfg_file.sm.lmc = l;
+        cfg.sm.lmc = l;
     }
     if args.state_dir.is_none() && args.config.is_some() {
-        args.state_dir = Some(cfg_file.sm.state_dir.clone());
+        args.state_dir = Some(cfg.sm.state_dir.clone());
     }
-    let mut params = sm_daemon::config::params(&cfg_file, &cfg_path)
-        .with_context(|| format!("configuration {}", cfg_path.display()))?;
-    params.stopwatch = Some(monotonic_ns);
+    let mut p = sm_daemon::config::params(&cfg, &path)
+        .with_context(|| format!("configuration {}", path.display()))?;
+    let ms = match (args.smp_timeout_ms, args.config.is_some()) {
+        (Some(ms), _) => ms,
+        (None, true) => cfg.sm.smp_timeout_ms as u64,
+        (None, false) => smp_timeout_ms,
+    };
+    p.smp_timeout = ms.saturating_mul(1_000_000);
+    p.stopwatch = Some(monotonic_ns);
+    Ok(p)
+}
+
+/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
+/// printed, and an error when the subnet did not come up.
+fn finish(
+    args: &Args,
+    sm: &Sm,
+    last: Option<SweepReport>,
+    wall: Instant,
+    must_be_up: bool,
+    unreachable: Option<u64>,
+) -> anyhow::Result<()> {
+    save_lids(args, sm)?;
+    let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+    let Some(r) = last else {
+        if must_be_up {
+            bail!("the SM did not finish a sweep");
+        }
+        return Ok(());
+    };
+    if let Some(d) = &args.dump_dir {
+        write_dumps(d, sm)?;
+    }
+    let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
+    report.unreachable_pairs = unreachable;
+    match args.report.as_deref() {
+        None => {}
+        Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
+        Some("text") => {
+            let v = serde_json::to_value(&report)?;
+            if let serde_json::Value::Object(m) = v {
+                for (k, v) in m {
+                    println!("{k:<16} {v}");
+                }
+            }
+        }
+        Some(other) => bail!("--report {other}: expected text or json"),
+    }
+    if must_be_up && !r.subnet_up {
+        bail!("subnet not up: {}", r.errors.join("; "));
+    }
+    Ok(())
+}
+
+pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
+    if let Some(r) = args.report.as_deref() {
+        if r != "json" && r != "text" {
+            bail!("--report {r}: expected text or json");
+        }
+    }
+    if let Some(spec) = args.umad.clone() {
+        return run_umad(&mut args, &spec);
+    }
+    let Some(topo) = args.sim.clone() else {
+        bail!("ibsm run needs a fabric: --umad [DEVICE[:PORT]] or --sim [TOPO]");
+    };
+    if !(0.0..=1.0).contains(&args.loss) {
+        bail!("--loss {} is not a fraction between 0 and 1", args.loss);
+    }
+    check_args(&args)?;
+    let params = params(&mut args, 200)?;
     let fabric = load_topology(&topo)?;
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
-    let lids = match &args.state_dir {
-        Some(d) => LidStore::load(&d.join("guid2lid"))?,
-        None => LidStore::new(),
-    };
+    let lids = load_lids(&args)?;
+    let run_for = args
+        .run_for
+        .as_deref()
+        .map(|t| sm_sim::scenario::parse_time(t).map_err(|e| anyhow::anyhow!("--run-for {t}: {e}")))
+        .transpose()?;
     let cfg = SimConfig {
         seed: args.seed,
         faults: sm_sim::Faults {
@@ -347,11 +424,6 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         },
         ..SimConfig::default()
     };
-    let run_for = args
-        .run_for
-        .as_deref()
-        .map(|t| sm_sim::scenario::parse_time(t).map_err(|e| anyhow::anyhow!("--run-for {t}: {e}")))
-        .transpose()?;
     let wall = Instant::now();
     let mut driver = SimDriver::new(&fabric, sm_port, params, lids, cfg);
     if let Some(path) = &args.scenario {
@@ -369,7 +441,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
     }) {
         match e {
-            Event::LidsChanged => save_lids(&args, &driver)?,
+            Event::LidsChanged => save_lids(&args, &driver.sm)?,
             Event::SweepDone(r) => {
                 let up = r.subnet_up;
                 last = Some(*r);
@@ -385,31 +457,157 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
         serve(&args, &mut driver)?;
     }
-    save_lids(&args, &driver)?;
-    let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
-    let Some(r) = last else {
-        bail!("the SM did not finish a sweep");
-    };
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, &driver)?;
+    let unreachable = Some(unreachable_traced(&driver));
+    finish(&args, &driver.sm, last, wall, true, unreachable)
+}
+
+/// Runs the SM in virtual time for `limit` and reports every sweep.
+fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
+    let mut reports = Vec::new();
+    while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
+        matches!(e, Event::SweepDone(_) | Event::LidsChanged)
+    }) {
+        match e {
+            Event::LidsChanged => save_lids(args, &driver.sm)?,
+            Event::SweepDone(r) => {
+                let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
+                let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
+                rep.unreachable_pairs = Some(unreachable_traced(driver));
+                reports.push(rep);
+            }
+            _ => {}
+        }
+        if driver.now() >= limit {
+            break;
+        }
     }
-    let mut report = Report::new(&r, wall_ms);
-    report.unreachable_pairs = unreachable(&driver);
+    save_lids(args, &driver.sm)?;
+    if let Some(d) = &args.dump_dir {
+        write_dumps(d, &driver.sm)?;
+    }
     match args.report.as_deref() {
-        None => {}
-        Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
-        Some("text") => {
-            let v = serde_json::to_value(&report)?;
-            if let serde_json::Value::Object(m) = v {
-                for (k, v) in m {
-                    println!("{k:<16} {v}");
-                }
+        Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
+        Some(_) => {
+            for r in &reports {
+                println!("{}", serde_json::to_string(r)?);
             }
         }
-        Some(other) => bail!("--report {other}: expected text or json"),
+        None => {}
     }
-    if !r.subnet_up {
-        bail!("subnet not up: {}", r.errors.join("; "));
+    if !reports.last().is_some_and(|r| r.subnet_up) {
+        bail!("the subnet was not up at the end of the run");
     }
     Ok(())
+}
+
+/// Heavy sweeps that fail in a row before `--once` gives up.
+const ONCE_ATTEMPTS: usize = 5;
+/// Received MADs handled in one go before the driver transmits again.
+const RECV_BATCH: usize = 256;
+
+/// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
+fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
+    check_args(args)?;
+    let params = params(args, 50)?;
+    let port = umad::device::choose(Some(spec))?;
+    let lids = load_lids(args)?;
+    let args = &*args;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    rt.block_on(drive_umad(args, port, params, lids))
+}
+
+/// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
+/// `handle_timeout`, `poll_transmit` -> the I/O thread, events -> LID store, dumps, report.
+async fn drive_umad(
+    args: &Args,
+    port: umad::PortDesc,
+    params: Params,
+    lids: LidStore,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
+    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
+    let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
+    // The kernel needs a timeout on requests to match their responses; the core keeps its
+    // own deadline (and retries), so the kernel's is the same and it never retries.
+    let req_timeout_ms = u32::try_from(params.smp_timeout.div_ceil(1_000_000))
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let wall = Instant::now();
+    let mut dev = Umad::open(port, umad::Options::default())?;
+    let clock = tokio::time::Instant::now();
+    let now = move || clock.elapsed().as_nanos() as u64;
+    let mut sm = Sm::new(params, lids);
+    sm.start(now());
+    let mut last: Option<SweepReport> = None;
+    let mut failures = 0;
+    let mut serving = false;
+    'run: loop {
+        while let Some(t) = sm.poll_transmit_at(now()) {
+            let timeout = if t.expects_response {
+                req_timeout_ms
+            } else {
+                0
+            };
+            dev.send(Outgoing::smp(t.dlid, &t.mad, timeout))?;
+        }
+        while let Some(e) = sm.poll_event() {
+            match e {
+                Event::LidsChanged => save_lids(args, &sm)?,
+                Event::SweepDone(r) => {
+                    if let Some(d) = &args.dump_dir {
+                        write_dumps(d, &sm)?;
+                    }
+                    failures = if r.subnet_up { 0 } else { failures + 1 };
+                    let up = r.subnet_up;
+                    last = Some(*r);
+                    if args.once && (up || failures >= ONCE_ATTEMPTS) {
+                        break 'run;
+                    }
+                    if up && !serving {
+                        serving = true;
+                        tracing::info!("subnet up; sweeping until SIGINT/SIGTERM");
+                    }
+                }
+                Event::SweepStarted { .. } | Event::Trap { .. } => {}
+            }
+        }
+        // Deadlines are checked only after every queued request went out (and had its
+        // deadline counted from then): a request queued before a long computation must
+        // not expire before it was even sent.
+        let t = now();
+        if sm.poll_timeout().is_some_and(|d| d <= t) {
+            sm.handle_timeout(t);
+            continue;
+        }
+        let wake = match sm.poll_timeout() {
+            Some(t) => clock + std::time::Duration::from_nanos(t),
+            None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
+        };
+        tokio::select! {
+            m = dev.recv() => {
+                let Some(m) = m else {
+                    bail!("the umad device stopped (see the log above)");
+                };
+                sm.handle_mad(now(), m.slid, &m.mad);
+                // Take what is already queued (a bounded batch) before transmitting again.
+                for _ in 0..RECV_BATCH {
+                    let Some(m) = dev.try_recv() else { break };
+                    sm.handle_mad(now(), m.slid, &m.mad);
+                }
+            }
+            _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
+            _ = int.recv() => break,
+            _ = term.recv() => break,
+            _ = usr1.recv() => dump_on_request(args, &sm)?,
+        }
+    }
+    tracing::info!("shutting down");
+    // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
+    drop(dev);
+    let unreachable = unreachable_in_tables(&sm);
+    finish(args, &sm, last, wall, args.once, unreachable)
 }

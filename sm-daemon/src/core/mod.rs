@@ -391,6 +391,13 @@ impl Sm {
         self.reqs.poll_transmit()
     }
 
+    /// [`Sm::poll_transmit`] for a shell on a real clock: the request's deadline counts from
+    /// `now`, when the shell hands it to the transport, so time the core spent computing
+    /// (routing a large fabric) between queueing and sending is not charged to the fabric.
+    pub fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
+        self.reqs.poll_transmit_at(now)
+    }
+
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
@@ -1449,6 +1456,10 @@ fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
 }
 
 /// A PortInfo Set that changes nothing but what the caller overrides.
+///
+/// OperationalVLs and NeighborMTU repeat the port's current values rather than 0: ibsim
+/// stores OperationalVLs as given (0 would switch the port's VLs off), and 0 is not a valid
+/// NeighborMTU.
 fn state_only(cur: &port_info::Repr) -> port_info::Repr {
     port_info::Repr {
         port_state: PortState::NoChange,
@@ -1456,8 +1467,6 @@ fn state_only(cur: &port_info::Repr) -> port_info::Repr {
         link_width_enabled: 0,
         link_speed_enabled: 0,
         link_down_default_state: port_info::LinkDownDefaultState::from_raw_value(0),
-        operational_vls: VlCap::from_raw_value(0),
-        neighbor_mtu: Mtu::from_raw_value(0),
         ..*cur
     }
 }

@@ -139,6 +139,7 @@ impl<P> Requests<P> {
             };
             if p.tries_left > 0 {
                 self.counts.retried += 1;
+                tracing::debug!(tid, deadline, now, "SMP timed out; retrying");
                 // A new TID per attempt: a late answer to the old one is then ignored.
                 let new = self.tid();
                 let mut mad = p.mad;
@@ -165,6 +166,25 @@ impl<P> Requests<P> {
 
     pub(crate) fn poll_transmit(&mut self) -> Option<Transmit> {
         self.out.pop_front()
+    }
+
+    /// Like `poll_transmit`, for a shell on a real clock: a request's deadline then counts
+    /// from `now`, when it is handed to the transport, not from when the core queued it (a
+    /// long computation in between, such as routing, would otherwise expire it unsent).
+    pub(crate) fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
+        let t = self.out.pop_front()?;
+        if t.expects_response {
+            let tid = u32::from_be_bytes([t.mad[12], t.mad[13], t.mad[14], t.mad[15]]);
+            let fresh = now.saturating_add(self.timeout);
+            if let Some(p) = self.inflight.get_mut(&tid) {
+                if p.deadline < fresh {
+                    self.deadlines.remove(&(p.deadline, tid));
+                    self.deadlines.insert((fresh, tid));
+                    p.deadline = fresh;
+                }
+            }
+        }
+        Some(t)
     }
 
     pub(crate) fn next_deadline(&self) -> Option<Nanos> {
@@ -211,5 +231,17 @@ mod tests {
         assert_eq!(r.expire(2_000), vec![2]);
         assert_eq!(r.counts.lost, 2);
         assert_eq!(r.busy(), 0);
+    }
+
+    #[test]
+    fn deadline_counts_from_hand_over() {
+        let mut r: Requests<u32> = Requests::new(4, 100, 0);
+        r.submit(0, 1, Lid(1), [0; 256]);
+        // Handed to the transport only at 500 (the core was busy in between).
+        let t = r.poll_transmit_at(500).unwrap();
+        let tid = Tid(u64::from_be_bytes(t.mad[8..16].try_into().unwrap()));
+        assert_eq!(r.next_deadline(), Some(600));
+        assert!(r.expire(550).is_empty());
+        assert_eq!(r.complete(560, tid), Some(1));
     }
 }

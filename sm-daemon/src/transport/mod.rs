@@ -1,4 +1,5 @@
-//! The shells that carry the core's MADs: the in-process simulated fabric (virtual time) and,
-//! later, the kernel umad device.
+//! The shells that carry the core's MADs: the in-process simulated fabric (virtual time) and
+//! the kernel umad device (real hardware, or ibsim through libumad2sim).
 
 pub mod sim;
+pub mod umad;

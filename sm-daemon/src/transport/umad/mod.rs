@@ -1,0 +1,287 @@
+//! The kernel umad transport: MADs to and from `/dev/infiniband/umadN`, on real hardware and
+//! against ibsim through the libumad2sim shim.
+//!
+//! - `sys.rs`: every `unsafe` libc call (open, close, read, write, poll, ioctl), nothing else.
+//! - `header.rs`: the kernel's message header and agent registration request as bytes.
+//! - [`device`]: which device and port, from sysfs.
+//! - `io.rs`: one blocking I/O thread that owns the device.
+//!
+//! [`Umad::open`] opens the device, registers the agents (SMI classes 0x81 and 0x01 on QP0, SA
+//! class 0x03 on QP1), holds `issmN` so that traps reach us, and starts the I/O thread. The
+//! async side then [`Umad::send`]s [`Outgoing`] MADs and [`Umad::recv`]s [`Incoming`] ones
+//! over channels. Dropping the [`Umad`] stops the thread, unregisters the agents and closes
+//! both files.
+//!
+//! The I/O thread's loop works the same on both back ends: drain every readable MAD (the
+//! shim's read never blocks and returns -11 when empty; a real kernel's non-blocking read
+//! returns EAGAIN), then every queued outgoing MAD. When a round found nothing to do, it
+//! waits: while MADs are flowing (within 20 ms of the last one), on the outgoing channel
+//! for 50 us, so the core's next requests leave at once and the device is looked at again
+//! soon; when idle, in poll() on the umad fd for 5 ms, which an incoming MAD (a trap) cuts
+//! short. The shim's poll watches only its first umad fd, so an eventfd beside it could not
+//! wake the thread for outgoing MADs: the bounded waits do that on both back ends.
+
+pub mod device;
+mod header;
+mod io;
+mod sys;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use sm_mad::{Lid, MgmtClass};
+
+pub use device::PortDesc;
+
+/// What can go wrong opening or using the device.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UmadError {
+    #[error(
+        "no InfiniBand umad device (/sys/class/infiniband_mad is missing or empty; is ib_umad loaded?)"
+    )]
+    NoDevice,
+    #[error("umad ABI version {0} is not supported (need 5)")]
+    AbiVersion(u32),
+    #[error("{0:?}: expected DEVICE or DEVICE:PORT")]
+    BadSpec(String),
+    #[error("no umad port matches {spec:?} (available: {available})")]
+    NoSuchPort { spec: String, available: String },
+    #[error("opening /dev/infiniband/umad{umad}: {source}")]
+    Open { umad: u32, source: std::io::Error },
+    #[error("registering the umad agent for class {class:#04x}: {source}")]
+    Register { class: u8, source: std::io::Error },
+    #[error("opening /dev/infiniband/issm{umad} (another SM may hold this port): {source}")]
+    IsSm { umad: u32, source: std::io::Error },
+    #[error("starting the umad I/O thread: {0}")]
+    Thread(std::io::Error),
+    #[error("the umad I/O thread has stopped")]
+    Closed,
+}
+
+/// A MAD received from the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    /// LRH source LID (0xFFFF for directed-route SMPs that came back on the permissive path).
+    pub slid: Lid,
+    /// Source QP (0 for SMPs, 1 or a client's QP for GSI MADs).
+    pub qpn: u32,
+    pub sl: u8,
+    pub pkey_index: u16,
+    /// The MAD, at least its 24-byte common header (256 bytes for one SMP).
+    pub mad: Vec<u8>,
+}
+
+/// A MAD to send.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// LRH destination LID: permissive (0xFFFF) for directed-route SMPs.
+    pub dlid: Lid,
+    /// Destination QP: 0 for SMPs, 1 (or the requester's QP) for GSI MADs.
+    pub qpn: u32,
+    pub sl: u8,
+    /// Non-zero for requests (the kernel matches responses only then); 0 for responses
+    /// and unsolicited MADs.
+    pub timeout_ms: u32,
+    /// The MAD; its management class (byte 1) picks the agent.
+    pub mad: Vec<u8>,
+}
+
+impl Outgoing {
+    /// An SMP on QP0.
+    pub fn smp(dlid: Lid, mad: &[u8], timeout_ms: u32) -> Outgoing {
+        Outgoing {
+            dlid,
+            qpn: 0,
+            sl: 0,
+            timeout_ms,
+            mad: mad.to_vec(),
+        }
+    }
+}
+
+/// How to open the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// Hold `issmN` open (the SM capability bit; traps reach only such a port).
+    pub issm: bool,
+    /// Register the SA class agent (QP1) too.
+    pub sa: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            issm: true,
+            sa: true,
+        }
+    }
+}
+
+/// Methods whose unsolicited SMPs reach the SM: SMInfo Get/Set from other SMs, and traps.
+const SMI_METHODS: &[u8] = &[0x01, 0x02, 0x05];
+/// Methods an SA server answers: Get, Set, GetTable, GetTraceTable, GetMulti, Delete.
+const SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x13, 0x14, 0x15];
+
+/// The agents to register. SMPs never use RMPP. The SA agent asks the kernel for RMPP
+/// (rmpp_version 1), as OpenSM does: an SA *server*'s multi-MAD answers are acknowledged by
+/// the requester with RMPP ACKs whose method is a response (GetTableResp) carrying the
+/// requester's TID, which a non-RMPP agent would never receive (the kernel routes responses
+/// by the TID's upper half); a kernel RMPP agent consumes those ACKs and segments our one
+/// large write itself. (libumad2sim carries no RMPP at all.)
+fn agents(opts: &Options) -> Vec<header::AgentReq> {
+    let mut v = vec![
+        header::AgentReq {
+            qpn: 0,
+            mgmt_class: u8::from(MgmtClass::SubnDirected),
+            class_version: 1,
+            rmpp_version: 0,
+            methods: SMI_METHODS,
+        },
+        header::AgentReq {
+            qpn: 0,
+            mgmt_class: u8::from(MgmtClass::SubnLid),
+            class_version: 1,
+            rmpp_version: 0,
+            methods: SMI_METHODS,
+        },
+    ];
+    if opts.sa {
+        v.push(header::AgentReq {
+            qpn: 1,
+            mgmt_class: u8::from(MgmtClass::SubnAdm),
+            class_version: 2,
+            rmpp_version: 1,
+            methods: SA_METHODS,
+        });
+    }
+    v
+}
+
+/// The open device and its I/O thread.
+#[derive(Debug)]
+pub struct Umad {
+    port: PortDesc,
+    hdr_len: usize,
+    tx: std::sync::mpsc::Sender<Outgoing>,
+    rx: tokio::sync::mpsc::Receiver<Incoming>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Received MADs buffered toward the async side; beyond this the I/O thread drops them
+/// (the core retries its own requests), so a flood cannot grow memory.
+const INCOMING_QUEUE: usize = 8192;
+
+impl Umad {
+    /// Opens `port`'s umad device, registers the agents, takes IsSM and starts the thread.
+    pub fn open(port: PortDesc, opts: Options) -> Result<Umad, UmadError> {
+        let umad = port.umad;
+        let mut file =
+            sys::UmadFile::open(umad).map_err(|source| UmadError::Open { umad, source })?;
+        // The 64-byte header with a P_Key index on a real kernel; libumad2sim accepts the
+        // ioctl but only understands the 56-byte form.
+        let hdr_len = if port.is_simulator() {
+            header::HDR_LEN_OLD
+        } else {
+            match file.enable_pkey() {
+                Ok(()) => header::HDR_LEN_PKEY,
+                Err(e) => {
+                    tracing::warn!("ENABLE_PKEY refused ({e}); using the 56-byte umad header");
+                    header::HDR_LEN_OLD
+                }
+            }
+        };
+        let mut classes = Vec::new();
+        for a in agents(&opts) {
+            match file.register(&a.to_bytes()) {
+                Ok(id) => {
+                    tracing::debug!(class = a.mgmt_class, agent = id, "umad agent registered");
+                    classes.push((a.mgmt_class, id));
+                }
+                Err(source) if a.mgmt_class == u8::from(MgmtClass::SubnAdm) => {
+                    // The SM works without its SA; say so and go on.
+                    tracing::warn!("no SA agent: {source}");
+                }
+                Err(source) => {
+                    return Err(UmadError::Register {
+                        class: a.mgmt_class,
+                        source,
+                    });
+                }
+            }
+        }
+        let issm = if opts.issm {
+            Some(sys::IsSm::open(umad).map_err(|source| UmadError::IsSm { umad, source })?)
+        } else {
+            None
+        };
+        let (tx, out_rx) = std::sync::mpsc::channel();
+        let (in_tx, rx) = tokio::sync::mpsc::channel(INCOMING_QUEUE);
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = io::Worker {
+            file,
+            issm,
+            hdr_len,
+            classes,
+            out_rx,
+            in_tx,
+            stop: stop.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("umad{umad}"))
+            .spawn(move || worker.run())
+            .map_err(UmadError::Thread)?;
+        tracing::info!(port = %port, header = hdr_len, "umad device open");
+        Ok(Umad {
+            port,
+            hdr_len,
+            tx,
+            rx,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The port this runs on.
+    pub fn port(&self) -> &PortDesc {
+        &self.port
+    }
+
+    /// The umad header size in use (56 or 64).
+    pub fn header_len(&self) -> usize {
+        self.hdr_len
+    }
+
+    /// Queues a MAD for the I/O thread.
+    pub fn send(&self, m: Outgoing) -> Result<(), UmadError> {
+        self.tx.send(m).map_err(|_| UmadError::Closed)
+    }
+
+    /// The next received MAD; `None` once the I/O thread has stopped.
+    pub async fn recv(&mut self) -> Option<Incoming> {
+        self.rx.recv().await
+    }
+
+    /// A received MAD if one is waiting.
+    pub fn try_recv(&mut self) -> Option<Incoming> {
+        self.rx.try_recv().ok()
+    }
+
+    /// The next received MAD, blocking (for callers without a runtime).
+    pub fn recv_blocking(&mut self) -> Option<Incoming> {
+        self.rx.blocking_recv()
+    }
+}
+
+impl Drop for Umad {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            if t.join().is_err() {
+                tracing::error!("the umad I/O thread panicked");
+            }
+        }
+    }
+}
