@@ -86,6 +86,9 @@ fn esc(s: &str) -> String {
     out
 }
 
+/// Both directions of one cable: ends (switch, port) a and b, flows a -> b and b -> a.
+type Cable = (SwIdx, u8, SwIdx, u8, u64, u64);
+
 /// One or more cables between two switches.
 #[derive(Debug, Default, Clone)]
 struct Edge {
@@ -120,7 +123,7 @@ impl<'a, 't> Model<'a, 't> {
         let mut edges: BTreeMap<(u32, u32), Edge> = BTreeMap::new();
         let mut sw_max = vec![0u64; n];
         // Directions of each cable, keyed by its lower end (switch, port).
-        let mut dirs: BTreeMap<(u32, u8), (SwIdx, u8, SwIdx, u8, u64, u64)> = BTreeMap::new();
+        let mut dirs: BTreeMap<(u32, u8), Cable> = BTreeMap::new();
         for l in &m.all_to_all.per_link {
             sw_max[l.from.idx()] = sw_max[l.from.idx()].max(l.flows);
             sw_max[l.to.idx()] = sw_max[l.to.idx()].max(l.flows);
@@ -264,9 +267,9 @@ fn layered_layout(md: &Model<'_, '_>) -> Layout {
     }
     // Order each row by the mean position of its neighbours in the row below.
     let mut frac = vec![f64::NAN; n];
-    for level in 0..levels {
+    for (level, row) in rows.iter_mut().enumerate() {
         if level > 0 {
-            let mut keyed: Vec<(f64, u32)> = rows[level]
+            let mut keyed: Vec<(f64, u32)> = row
                 .iter()
                 .map(|&s| {
                     let below: Vec<f64> = md
@@ -285,10 +288,10 @@ fn layered_layout(md: &Model<'_, '_>) -> Layout {
                 })
                 .collect();
             keyed.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
-            rows[level] = keyed.into_iter().map(|(_, s)| s).collect();
+            *row = keyed.into_iter().map(|(_, s)| s).collect();
         }
-        let k = rows[level].len() as f64;
-        for (i, &s) in rows[level].iter().enumerate() {
+        let k = row.len() as f64;
+        for (i, &s) in row.iter().enumerate() {
             frac[s as usize] = (i as f64 + 0.5) / k;
         }
     }
@@ -708,10 +711,9 @@ pub(crate) fn heat_map(topo: &Topo<'_>, m: &Metrics, title: &str) -> Picture {
         let v = md.max as f64 * k as f64 / 4.0;
         let _ = writeln!(
             s,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+            r#"<text x="{}" y="{}" text-anchor="middle">{v:.0}</text>"#,
             f1(x),
             f1(ly + 26.0),
-            format!("{v:.0}")
         );
     }
     let _ = writeln!(
