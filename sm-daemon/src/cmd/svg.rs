@@ -14,8 +14,9 @@
 //! colour of the busiest. Idle links are grey. One scale covers switch and CA links.
 //!
 //! Size. Too many CAs to tell apart (more than a few pixels each) are drawn as one block per
-//! switch in the colour of its busiest CA link; beyond [`MAX_DRAWN_LINKS`] switch-to-switch
-//! cables, links are not drawn and every switch takes the colour of the busiest link at it.
+//! switch in the colour of its busiest CA link; beyond [`MAX_DRAWN_LINKS`] pairs of linked
+//! switches, links are not drawn, every switch takes the colour of the busiest link at it and
+//! long rows wrap.
 //! The picture says so in its caption.
 
 use std::collections::BTreeMap;
@@ -23,10 +24,12 @@ use std::fmt::Write as _;
 
 use sm_routing::{Metrics, SwIdx, Topo};
 
-/// Above this many switch-to-switch cables the picture draws switches only.
+/// Above this many lines (pairs of linked switches) the picture draws switches only.
 const MAX_DRAWN_LINKS: usize = 20_000;
 /// CAs are drawn one by one when each gets at least this many pixels of width.
 const MIN_CA_PITCH: f64 = 4.0;
+/// Switches per line when rows wrap (links not drawn).
+const WRAP: usize = 96;
 const MARGIN: f64 = 20.0;
 /// Room on the left for row labels.
 const LABEL_W: f64 = 90.0;
@@ -244,7 +247,7 @@ struct Layout {
     pitch: f64,
 }
 
-fn layered_layout(md: &Model<'_, '_>) -> Layout {
+fn layered_layout(md: &Model<'_, '_>, wrap: bool) -> Layout {
     let n = md.rank.len();
     let top_rank = md
         .rank
@@ -295,7 +298,9 @@ fn layered_layout(md: &Model<'_, '_>) -> Layout {
             frac[s as usize] = (i as f64 + 0.5) / k;
         }
     }
-    let widest = rows.iter().map(Vec::len).max().unwrap_or(1).max(1) as f64;
+    // Without links to draw, long rows wrap into lines of at most WRAP switches.
+    let per_line = |len: usize| if wrap { len.min(WRAP) } else { len }.max(1);
+    let widest = rows.iter().map(|r| per_line(r.len())).max().unwrap_or(1) as f64;
     let pitch = (1600.0 / widest).clamp(10.0, 90.0);
     let total_cas: usize = md.cas.iter().map(|g| g.loads.len()).sum();
     let mut content = widest * pitch;
@@ -308,22 +313,29 @@ fn layered_layout(md: &Model<'_, '_>) -> Layout {
     } else {
         0.0
     };
-    let one_by_one = total_cas > 0 && ca_pitch >= MIN_CA_PITCH;
+    let one_by_one = !wrap && total_cas > 0 && ca_pitch >= MIN_CA_PITCH;
     // Wide pictures get taller rows, so links between rows stay apart.
-    let row_gap = (content * 0.12).clamp(130.0, 400.0);
+    let row_gap = if wrap {
+        60.0
+    } else {
+        (content * 0.12).clamp(130.0, 400.0)
+    };
     let box_w = (pitch * 0.7).min(70.0);
     let box_h = (pitch * 0.45).clamp(6.0, 22.0);
+    let line_gap = 2.0 * box_h + 8.0;
     let left = MARGIN + LABEL_W;
     let top = HEADER_H;
-    let ca_row = if one_by_one { 1.0 } else { 0.0 };
-    let rows_h = (levels as f64 - 1.0 + ca_row) * row_gap + 2.0 * box_h + 50.0;
     let mut pos = vec![(0.0, 0.0); n];
     let mut labels = Vec::new();
-    for (level, row) in rows.iter().enumerate() {
-        let y = top + 20.0 + (levels - 1 - level) as f64 * row_gap;
-        let step = content / row.len().max(1) as f64;
+    // Highest rank on top.
+    let mut y = top + 20.0;
+    for (level, row) in rows.iter().enumerate().rev() {
+        let width = per_line(row.len());
+        let lines = row.len().div_ceil(width).max(1);
+        let step = content / width as f64;
         for (i, &s) in row.iter().enumerate() {
-            pos[s as usize] = (left + (i as f64 + 0.5) * step, y);
+            let (col, line) = (i % width, i / width);
+            pos[s as usize] = (left + (col as f64 + 0.5) * step, y + line as f64 * line_gap);
         }
         let name = if unranked && level == levels - 1 {
             "no CA reachable".to_string()
@@ -333,27 +345,27 @@ fn layered_layout(md: &Model<'_, '_>) -> Layout {
             format!("rank {level}")
         };
         labels.push((y, name));
+        y += (lines - 1) as f64 * line_gap + row_gap;
     }
     let mut cas = Vec::new();
     let mut ca_block = None;
-    if total_cas > 0 {
-        let y = top + 20.0 + (levels as f64 - 1.0 + 1.0) * row_gap;
-        if one_by_one {
-            let mut i = 0usize;
-            for &s in &rows[0] {
-                for &load in &md.cas[s as usize].loads {
-                    cas.push((s, left + (i as f64 + 0.5) * ca_pitch, y, load));
-                    i += 1;
-                }
+    if one_by_one {
+        let mut i = 0usize;
+        for &s in &rows[0] {
+            for &load in &md.cas[s as usize].loads {
+                cas.push((s, left + (i as f64 + 0.5) * ca_pitch, y, load));
+                i += 1;
             }
-            labels.push((y, "CAs".into()));
-        } else {
-            ca_block = Some((box_h / 2.0 + 4.0, (box_h * 0.6).max(5.0)));
         }
+        labels.push((y, "CAs".into()));
+        y += row_gap;
+    } else if total_cas > 0 {
+        ca_block = Some((box_h / 2.0 + 4.0, (box_h * 0.6).max(5.0)));
     }
+    let rows_h = y - row_gap + 2.0 * box_h + 50.0;
     Layout {
         width: left + content + MARGIN,
-        height: top + rows_h + LEGEND_H,
+        height: rows_h + LEGEND_H,
         pos,
         box_w,
         box_h,
@@ -452,17 +464,17 @@ fn f1(x: f64) -> String {
 pub(crate) fn heat_map(topo: &Topo<'_>, m: &Metrics, title: &str) -> Picture {
     let md = Model::new(topo, m);
     let layered = md.layered();
+    let switches_only = md.edges.len() > MAX_DRAWN_LINKS;
     let mut l = if layered {
-        layered_layout(&md)
+        layered_layout(&md, switches_only)
     } else {
         grid_layout(&md)
     };
-    let switches_only = md.edges.len() > MAX_DRAWN_LINKS;
     let mut notes = Vec::new();
     if switches_only {
         notes.push(format!(
             "{} switch-to-switch cables: links not drawn, each switch coloured by the busiest \
-             link at it",
+             link at it, rows of more than {WRAP} switches wrapped",
             md.edges.values().map(|e| e.cables).sum::<usize>()
         ));
     }
