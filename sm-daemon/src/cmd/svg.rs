@@ -462,9 +462,13 @@ fn f1(x: f64) -> String {
 
 /// Draws the heat map of `m`'s all-to-all loads on `topo`.
 pub(crate) fn heat_map(topo: &Topo<'_>, m: &Metrics, title: &str) -> Picture {
+    draw(topo, m, title, MAX_DRAWN_LINKS)
+}
+
+fn draw(topo: &Topo<'_>, m: &Metrics, title: &str, max_lines: usize) -> Picture {
     let md = Model::new(topo, m);
     let layered = md.layered();
-    let switches_only = md.edges.len() > MAX_DRAWN_LINKS;
+    let switches_only = md.edges.len() > max_lines;
     let mut l = if layered {
         layered_layout(&md, switches_only)
     } else {
@@ -752,6 +756,53 @@ mod tests {
         assert_eq!(colour(10, 10), "#b2182b");
         assert_eq!(colour(1, 1_000_000), "#2166ac");
         assert_eq!(colour(20, 10), "#b2182b");
+    }
+
+    fn picture(spec: sm_core::GenSpec, max_lines: usize) -> Picture {
+        let mut f = sm_core::generate(&spec).unwrap();
+        sm_core::lid::LidStore::new().assign(&mut f, 0).unwrap();
+        let topo = Topo::new(&f).unwrap();
+        let routes = sm_routing::engine("minhop")
+            .unwrap()
+            .route(&topo, &sm_routing::Options::default())
+            .unwrap();
+        let m = sm_routing::metrics(&topo, &routes, &sm_routing::MetricsOptions::default());
+        draw(&topo, &m, "t", max_lines)
+    }
+
+    #[test]
+    fn trees_in_rows_with_every_link() {
+        use sm_core::generate::{FatTree2, GenSpec};
+        let p = picture(GenSpec::FatTree2(FatTree2::new(8)), MAX_DRAWN_LINKS);
+        assert!(p.note.is_none(), "{:?}", p.note);
+        // 4 spines x 8 leaves, and 32 CAs one by one.
+        assert_eq!(p.svg.matches("<line ").count(), 32 + 32);
+        assert!(p.svg.contains("rank 1") && p.svg.contains(">CAs<"));
+        // Balanced: every link has the same load, so one colour.
+        assert!(p.svg.contains(&colour(1, 1)));
+    }
+
+    #[test]
+    fn huge_fabrics_draw_switches_only() {
+        use sm_core::generate::{FatTree2, GenSpec};
+        let p = picture(GenSpec::FatTree2(FatTree2::new(8)), 4);
+        let note = p.note.unwrap_or_default();
+        assert!(note.contains("links not drawn"), "{note}");
+        assert!(!p.svg.contains("<line "));
+        assert!(!p.svg.contains("id=\"links\""));
+        // The switches carry the colour instead: background, 12 switches, a CA block per
+        // leaf, the legend's bar and idle sample.
+        assert_eq!(p.svg.matches("<rect x=").count(), 1 + 12 + 8 + 2);
+    }
+
+    #[test]
+    fn grids_use_the_coordinates_in_names() {
+        use sm_core::generate::{GenSpec, Grid};
+        let p = picture(GenSpec::Torus(Grid::new(vec![3, 3, 2], 1)), MAX_DRAWN_LINKS);
+        let note = p.note.unwrap_or_default();
+        assert!(note.contains("coordinates"), "{note}");
+        // Wraparound links bow out as curves.
+        assert!(p.svg.contains("<path d=\"M"));
     }
 
     #[test]
