@@ -19,6 +19,10 @@ enum Command {
     /// Generate a topology (fat-tree, torus, mesh, dragonfly, random) as an ibnetdiscover /
     /// ibsim net file.
     Gen(cmd::generate::Args),
+    /// Route a topology file offline: tables, validity verdict, quality figures, picture.
+    Route(cmd::route::Args),
+    /// Validate and measure forwarding tables made by another SM (opensm-lfts.dump, ibroute).
+    Analyze(cmd::analyze::Args),
     /// Decode one MAD given as hex (a file or standard input) and print every field.
     Decode(cmd::decode::Args),
 }
@@ -46,6 +50,8 @@ fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Run(a) => cmd::run::run(a),
         Command::Gen(a) => cmd::generate::run(a),
+        Command::Route(a) => cmd::route::run(a),
+        Command::Analyze(a) => cmd::analyze::run(a),
         Command::Decode(a) => cmd::decode::run(a),
     }
 }

@@ -42,11 +42,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rayon::prelude::*;
-use sm_core::NodeKind;
 use sm_core::generate::SplitMix64;
+use sm_core::{NodeKind, PortIdx};
+use sm_mad::Guid;
 
 use crate::engine::Routes;
-use crate::topo::Topo;
+use crate::topo::{SwIdx, Topo};
 use crate::walk::{BLOCK, Block, Col, Fate, NONE, Tracer, Wiring, walk_path};
 
 /// How much to sample.
@@ -139,6 +140,37 @@ pub struct AllToAll {
     pub switch_links: LoadStats,
     /// Switch-to-CA links.
     pub ca_links: LoadStats,
+    /// Every switch-to-switch channel with its flows, switches in snapshot order and each
+    /// switch's links in port order; for pictures and per-link reports, so not serialised.
+    #[serde(skip)]
+    pub per_link: Vec<LinkLoad>,
+    /// Every CA's last link (switch to CA) with its flows, in the CAs' port GUID order.
+    #[serde(skip)]
+    pub per_ca: Vec<CaLoad>,
+}
+
+/// The all-to-all flows on one direction of a switch-to-switch link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkLoad {
+    pub from: SwIdx,
+    /// The output port of `from`.
+    pub port: u8,
+    pub to: SwIdx,
+    /// The input port of `to`.
+    pub to_port: u8,
+    pub flows: u64,
+}
+
+/// The all-to-all flows on the link from a switch to a CA port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaLoad {
+    /// The CA port.
+    pub port: PortIdx,
+    pub guid: Guid,
+    /// The switch it hangs off, and that switch's port.
+    pub sw: SwIdx,
+    pub sw_port: u8,
+    pub flows: u64,
 }
 
 /// The load of one shift permutation.
@@ -436,11 +468,40 @@ impl Ctx<'_, '_> {
             .iter()
             .map(|&d| acc.ca_loads[d as usize])
             .collect();
+        let per_link = self
+            .w
+            .chans
+            .iter()
+            .zip(&acc.loads)
+            .map(|(c, &flows)| LinkLoad {
+                from: SwIdx(c.from),
+                port: c.port,
+                to: SwIdx(c.to),
+                to_port: c.to_port,
+                flows,
+            })
+            .collect();
+        let per_ca = self
+            .cas
+            .iter()
+            .map(|&d| {
+                let dest = &self.topo.dests[d as usize];
+                CaLoad {
+                    port: dest.port,
+                    guid: dest.guid,
+                    sw: dest.sw,
+                    sw_port: dest.sw_port,
+                    flows: acc.ca_loads[d as usize],
+                }
+            })
+            .collect();
         let a2a = AllToAll {
             flows: pairs,
             unrouted_flows: acc.unrouted,
             switch_links: LoadStats::of(&acc.loads),
             ca_links: LoadStats::of(&ca_loads),
+            per_link,
+            per_ca,
         };
         (hops, a2a, acc.shift_unrouted)
     }

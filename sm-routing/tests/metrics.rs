@@ -34,6 +34,20 @@ fn consistent(m: &Metrics) {
         .sum();
     assert_eq!(a.switch_links.total, links);
     assert!(a.switch_links.max as f64 >= a.switch_links.mean);
+    // The per-link figures are the ones the statistics summarise.
+    assert_eq!(a.per_link.len(), a.switch_links.links);
+    assert_eq!(
+        a.per_link.iter().map(|l| l.flows).sum::<u64>(),
+        a.switch_links.total
+    );
+    let max = a.per_link.iter().map(|l| l.flows).max().unwrap_or(0);
+    assert_eq!(max, a.switch_links.max);
+    assert_eq!(a.per_ca.len(), a.ca_links.links);
+    assert_eq!(
+        a.per_ca.iter().map(|l| l.flows).sum::<u64>(),
+        a.ca_links.total
+    );
+    assert!(a.per_ca.windows(2).all(|w| w[0].guid <= w[1].guid));
     assert!(
         m.shifts
             .per_shift

@@ -1,5 +1,10 @@
-//! One module per `ibsm` subcommand: clap arguments and a `run` function.
+//! One module per `ibsm` subcommand: clap arguments and a `run` function; `analysis` and
+//! `svg` serve both `route` and `analyze`.
 
+pub(crate) mod analysis;
+pub(crate) mod analyze;
 pub(crate) mod decode;
 pub(crate) mod generate;
+pub(crate) mod route;
 pub(crate) mod run;
+pub(crate) mod svg;

@@ -1,0 +1,202 @@
+//! `ibsm analyze`: validate and measure forwarding tables another SM produced (OpenSM's
+//! `opensm-lfts.dump` or `ibroute` output) on the topology they were made for.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use sm_core::dump::{LftFormat, Lfts, read_lfts, read_lfts_as};
+use sm_routing::{Routes, Topo};
+
+use super::analysis::{
+    Outputs, Progress, Report, ReportArgs, ReportInput, TablesIn, analyse, lids_from_guid2lid,
+    lids_from_topology, read_fabric, write_svg,
+};
+
+/// Arguments of `ibsm analyze`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  ibsm analyze --topo ibnetdiscover.txt --lfts opensm-lfts.dump
+  ibsm analyze --topo fabric.net --guid2lid guid2lid --lfts opensm-lfts.dump --report json
+  ibsm analyze --topo ibnetdiscover.txt --lfts ibroute.txt --svg load.svg
+
+Tables are matched to the topology by switch GUID and by LID: the LIDs come from the
+topology (an ibnetdiscover dump taken after the SM brought the subnet up) or from the SM's
+guid2lid file. Tables that do not describe the topology are refused, naming what differs.")]
+pub(crate) struct Args {
+    /// The topology: ibnetdiscover output or an ibsim net file.
+    #[arg(long, value_name = "FILE")]
+    topo: PathBuf,
+    /// The forwarding tables: opensm-lfts.dump or ibroute output (several runs concatenated).
+    #[arg(long, value_name = "FILE")]
+    lfts: PathBuf,
+    /// Format of --lfts (default: detected).
+    #[arg(long, value_enum, default_value_t = InFormat::Auto, value_name = "FORMAT")]
+    lfts_format: InFormat,
+    /// Take the LIDs from this guid2lid file (OpenSM's) instead of the topology.
+    #[arg(long, value_name = "FILE")]
+    guid2lid: Option<PathBuf>,
+    #[command(flatten)]
+    report: ReportArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum InFormat {
+    Auto,
+    Opensm,
+    Ibroute,
+}
+
+/// At most this many mismatches are listed in the error.
+const MAX_LISTED: usize = 10;
+
+fn read_tables(args: &Args) -> anyhow::Result<(Lfts, LftFormat)> {
+    let path = &args.lfts;
+    let forced = match args.lfts_format {
+        InFormat::Auto => None,
+        InFormat::Opensm => Some(LftFormat::OpenSm),
+        InFormat::Ibroute => Some(LftFormat::Ibroute),
+    };
+    let text = std::fs::read(path)
+        .with_context(|| format!("{}: cannot read the forwarding tables", path.display()))?;
+    let text = String::from_utf8_lossy(&text);
+    let format = forced
+        .or_else(|| sm_core::dump::detect_format(&text))
+        .with_context(|| {
+            format!(
+                "{}: no forwarding table in it (expected opensm-lfts.dump or ibroute output, \
+                 whose tables start with `Unicast lids [...] of switch ...`)",
+                path.display()
+            )
+        })?;
+    let lfts = match forced {
+        Some(f) => read_lfts_as(&text, path, f)?,
+        None => read_lfts(path)?,
+    };
+    if lfts.switches.is_empty() {
+        bail!("{}: no forwarding table in it", path.display());
+    }
+    Ok((lfts, format))
+}
+
+pub(crate) fn run(args: Args) -> anyhow::Result<()> {
+    let progress = Progress::new();
+    progress.phase(format!("reading {}", args.topo.display()));
+    let mut fabric = read_fabric(&args.topo)?;
+    let lids = match &args.guid2lid {
+        Some(g) => lids_from_guid2lid(&mut fabric, g)?,
+        None => lids_from_topology(&fabric, &args.topo)?,
+    };
+    progress.phase(format!("reading {}", args.lfts.display()));
+    let (lfts, format) = read_tables(&args)?;
+    if let Err(mismatches) = lfts.check_against(&fabric) {
+        let mut msg = format!(
+            "{} does not describe the fabric of {}{}: {} mismatch(es)",
+            args.lfts.display(),
+            args.topo.display(),
+            args.guid2lid
+                .as_ref()
+                .map(|g| format!(" with the LIDs of {}", g.display()))
+                .unwrap_or_default(),
+            mismatches.len()
+        );
+        for m in mismatches.iter().take(MAX_LISTED) {
+            let _ = write!(msg, "\n  {m}");
+        }
+        if mismatches.len() > MAX_LISTED {
+            let _ = write!(msg, "\n  ... {} more", mismatches.len() - MAX_LISTED);
+        }
+        msg.push_str(
+            "\n(tables and topology must come from the same subnet and the same SM run: \
+             SMs number LIDs differently)",
+        );
+        bail!(msg);
+    }
+    let topo = Topo::new(&fabric)
+        .with_context(|| format!("{}: cannot analyse this fabric", args.topo.display()))?;
+    let routes = Routes::from_lfts(&lfts, &topo).map_err(|guid| {
+        anyhow::anyhow!(
+            "{}: switch {guid} is not a switch of {}",
+            args.lfts.display(),
+            args.topo.display()
+        )
+    })?;
+    let with_table = lfts.switches.len();
+    let tables = TablesIn {
+        file: args.lfts.display().to_string(),
+        format: match format {
+            LftFormat::OpenSm => "opensm",
+            LftFormat::Ibroute => "ibroute",
+        },
+        switches_with_table: with_table,
+        switches_without_table: topo.num_switches().saturating_sub(with_table),
+    };
+
+    let analysis = analyse(&topo, &routes, &args.report, &progress);
+    let mut outputs = Outputs::default();
+    let title = format!(
+        "{}: tables of {} (ibsm analyze)",
+        args.topo.display(),
+        args.lfts.display()
+    );
+    write_svg(
+        &args.report,
+        &topo,
+        &analysis.metrics,
+        &title,
+        &mut outputs,
+        &progress,
+    )?;
+    progress.done();
+    let report = Report::new(
+        ReportInput {
+            topo_path: &args.topo,
+            fabric: &fabric,
+            engine: "external".into(),
+            engine_used: args.lfts.display().to_string(),
+            fallbacks: Vec::new(),
+            tables: Some(tables),
+            lids,
+            route_ms: None,
+            adaptive: None,
+            outputs,
+        },
+        analysis,
+    );
+    report.print(args.report.json())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn topology_and_tables_are_required() {
+        assert!(Cli::try_parse_from(["analyze", "--topo", "t.net"]).is_err());
+        let cli = Cli::try_parse_from([
+            "analyze",
+            "--topo",
+            "t.net",
+            "--lfts",
+            "x.dump",
+            "--lfts-format",
+            "ibroute",
+        ])
+        .unwrap();
+        assert_eq!(cli.args.lfts_format, InFormat::Ibroute);
+    }
+}

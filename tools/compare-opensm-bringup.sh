@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Side by side against OpenSM 3.3.23 on the same ibsim fabric: time from start to SUBNET UP,
+# SMPs sent, routing time. Each SM gets a freshly started ibsim (no LIDs, every port INIT).
+#
+#   tools/compare-opensm-bringup.sh [ENGINE]          # default fabric set, ENGINE default minhop
+#   FABRICS="a.net b.net" tools/compare-opensm-bringup.sh ftree
+#
+# Prints a markdown table. OpenSM: start = its first log line, up = its "SUBNET UP" line,
+# SMPs = the activity count its SMInfo reports (OpenSM counts QP0 MADs sent there), routing =
+# "Entering MASTER state" to "<engine> tables configured" (an upper bound: that span also
+# holds LID assignment). ibsm: its JSON report (sweep_ms from its first SMP to subnet up,
+# routing_ms measured around the routing call, mads_sent) and the process's wall time.
+# Needs ibsim-utils libumad2sim0 infiniband-diags opensm and a release build
+# (cargo build --release -p sm-daemon). Runs every fabric in its own network namespace.
+set -euo pipefail
+
+SHIM=${SHIM:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
+ENGINE=${1:-minhop}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+IBSM=${IBSM:-$here/target/release/ibsm}
+die() { echo "compare-opensm-bringup: $*" >&2; exit 1; }
+
+if [[ ${INNER:-} != 1 ]]; then
+    [[ -x $IBSM ]] || die "no $IBSM (cargo build --release -p sm-daemon, or set IBSM)"
+    for t in ibsim opensm sminfo smpquery unshare timeout python3; do
+        command -v "$t" >/dev/null || die "missing $t (apt-get install ibsim-utils libumad2sim0 infiniband-diags opensm)"
+    done
+    work=$(mktemp -d "${TMPDIR:-/tmp}/compare-osm.XXXXXX")
+    if [[ -z ${FABRICS:-} ]]; then
+        ex=/usr/share/doc/ibsim-utils/net-examples
+        cp "$ex/net.2sw2path4hca" "$ex/net" "$work/"
+        "$IBSM" gen fat-tree --levels 2 --radix 12 -o "$work/ft2-r12.net" 2>/dev/null
+        "$IBSM" gen fat-tree --levels 3 --radix 8 -o "$work/ft3-r8.net" 2>/dev/null
+        "$IBSM" gen torus --dims 4x4x4 --hosts 2 -o "$work/torus-4x4x4.net" 2>/dev/null
+        "$IBSM" gen fat-tree --levels 3 --radix 36 --pods 8 -o "$work/ft3-r36-p8.net" 2>/dev/null
+        FABRICS="$work/net.2sw2path4hca $work/net $work/ft2-r12.net $work/ft3-r8.net $work/torus-4x4x4.net $work/ft3-r36-p8.net"
+    fi
+    echo "| fabric | nodes | engine | OpenSM to SUBNET UP | ibsm to SUBNET UP (process) | ratio | OpenSM SMPs | ibsm SMPs | OpenSM routing (upper bound) | ibsm routing |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    for net in $FABRICS; do
+        INNER=1 NET=$net WORK=$work ENGINE=$ENGINE IBSM=$IBSM SHIM=$SHIM \
+            timeout --kill-after=10 1800 unshare -n "$0" || echo "| $(basename "$net") | failed (logs in $work) |"
+    done
+    [[ -n ${KEEP:-} ]] && echo "logs: $work" >&2 || rm -rf "$work"
+    exit 0
+fi
+
+# Inside the namespace: one fabric, OpenSM then ibsm, each on a fresh ibsim.
+ip link set lo up
+name=$(basename "$NET")
+dir=$WORK/$name.d
+mkdir -p "$dir"
+cd "$dir"
+flags=$(awk '/^Switch/ {s++; p += $2 + 1} /^(Ca|Hca|Rt)/ {c++; p += $2}
+    END {n = s + c; printf "-N %d -S %d -P %d %d", (n > 2048 ? n : 2048), (s > 256 ? s : 256), (p + 1 > 13312 ? p + 1 : 13312), n}' "$NET")
+nodes=${flags##* }
+flags=${flags% *}
+start_ibsim() {
+    # shellcheck disable=SC2086
+    ibsim -s "$NET" --no-console $flags > "ibsim.$1.log" 2>&1 &
+    sim=$!
+    for _ in $(seq 1 1200); do
+        kill -0 $sim 2>/dev/null || die "ibsim exited: $(tail -3 "ibsim.$1.log")"
+        LD_PRELOAD=$SHIM timeout 10 smpquery -D nodeinfo 0 > /dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    die "ibsim did not come up"
+}
+stop_ibsim() { kill $sim 2>/dev/null || true; wait $sim 2>/dev/null || true; }
+trap stop_ibsim EXIT
+
+# OpenSM.
+start_ibsim osm
+mkdir -p osm
+LD_PRELOAD=$SHIM OSM_TMP_DIR=$dir/osm OSM_CACHE_DIR=$dir/osm \
+    timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 --dump_files_dir "$dir/osm" \
+    > /dev/null 2>&1 &
+osm=$!
+for _ in $(seq 1 9000); do
+    grep -q "SUBNET UP" osm/osm.log 2>/dev/null && break
+    kill -0 $osm 2>/dev/null || break
+    sleep 0.1
+done
+act=$(LD_PRELOAD=$SHIM timeout 20 sminfo 2>/dev/null | sed -n 's/.*activity count \([0-9]*\).*/\1/p')
+kill $osm 2>/dev/null || true
+wait $osm 2>/dev/null || true
+stop_ibsim
+
+# ibsm.
+start_ibsim ibsm
+t0=$(date +%s%N)
+LD_PRELOAD=$SHIM timeout 900 "$IBSM" run --umad --once --report json --routing "$ENGINE" \
+    > ibsm.json 2> ibsm.log || true
+t1=$(date +%s%N)
+stop_ibsim
+trap - EXIT
+
+python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" <<'PY'
+import json, re, sys
+name, nodes, engine, act, wall_us = sys.argv[1:6]
+def ts(line):
+    m = re.match(r"\w+ +\d+ (\d+):(\d+):(\d+) (\d+)", line)
+    h, mi, s, us = map(int, m.groups())
+    return ((h * 60 + mi) * 60 + s) * 1e6 + us
+start = up = master = routed = None
+for line in open("osm/osm.log", errors="replace"):
+    if not re.match(r"\w+ +\d+ \d+:\d+:\d+ \d+", line):
+        continue
+    if start is None:
+        start = ts(line)
+    if "Entering MASTER state" in line and master is None:
+        master = ts(line)
+    if "tables configured" in line and routed is None:
+        routed = ts(line)
+    if "SUBNET UP" in line and up is None:
+        up = ts(line)
+try:
+    r = json.load(open("ibsm.json"))
+except Exception:
+    r = {}
+osm_ms = (up - start) / 1e3 if up and start else None
+ibsm_ms = r.get("sweep_ms")
+wall_ms = int(wall_us) / 1e3
+ratio = f"{osm_ms / wall_ms:.1f}x" if osm_ms and r.get("subnet_up") else "-"
+f = lambda v: f"{v:.1f} ms" if isinstance(v, (int, float)) else "-"
+osm_route = (routed - master) / 1e3 if routed and master else None
+print(f"| {name} | {nodes} | {engine} | {f(osm_ms)} | {f(ibsm_ms)} ({f(wall_ms)}) | {ratio} "
+      f"| {act} | {r.get('mads_sent', '-')} | {f(osm_route)} | {f(r.get('routing_ms'))} |")
+PY
