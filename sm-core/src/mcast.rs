@@ -72,6 +72,10 @@
 //!   field as the creator sent it).
 //! - Alias GUIDs (GUIDInfo) are not resolved: a member is the port GUID given.
 //! - Partition groups are created whether or not the partition has members in the fabric.
+//! - A created group's MGID must start with 0xFF even with the IPoIB validation off.
+//! - Without QoS, OpenSM gives partition groups SL 0 unless an `mgid=` line sets `sl=`
+//!   itself; the parsed model does not keep where an SL came from, so an `mgid=` line's
+//!   `sl=` counts only when it differs from its partition's.
 
 use std::collections::BTreeMap;
 
@@ -166,8 +170,9 @@ impl McError {
     }
 }
 
-/// What the registry needs to know of a port: its MTU (the neighbour MTU of its link), its
-/// rate, and its P_Key table.
+/// What the registry needs to know of a port: its MTU (PortInfo:NeighborMTU), its rate (the
+/// static rate of its active width and speed, as PathRecord reports it), and its P_Key
+/// table (an empty table shares every partition, as OpenSM treats a port without one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PortCaps<'a> {
     pub mtu: Mtu,
