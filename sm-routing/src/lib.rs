@@ -6,6 +6,7 @@ pub mod engine;
 mod fill;
 pub mod ftree;
 pub mod guids;
+pub mod mcast;
 pub mod metrics;
 pub mod minhop;
 pub mod topo;
@@ -16,6 +17,7 @@ mod walk;
 
 pub use engine::{Engine, Options, PreviousTables, RouteError, Routes, engine, route_chain};
 pub use guids::{GuidFileError, read_guid_file};
+pub use mcast::{GroupTree, McastPlanner, Mfts, PortMask, TreeOrder};
 pub use metrics::{Metrics, MetricsOptions, metrics};
 pub use topo::{SwIdx, Topo};
 pub use validate::{ValidateOptions, Validation, validate};

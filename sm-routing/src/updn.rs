@@ -75,30 +75,7 @@ impl Engine for UpDown {
     }
 
     fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
-        let ranking = ranking(topo, &opts.roots).map_err(|reason| RouteError::NotApplicable {
-            engine: "updn",
-            reason,
-        })?;
-        let (dirs, labels) = label(topo, &ranking);
-        let (dirs, labels) = if ranking.source != RootSource::Given
-            && ranking.roots.len() > 1
-            && !ca_switches_reach_all(topo, &labels)
-        {
-            // Several roots can leave pairs without a legal path (two roots with nothing
-            // between them at their rank); one root never does.
-            let roots = vec![center(topo)];
-            let rank = bfs_ranks(topo, &roots);
-            label(
-                topo,
-                &Ranking {
-                    roots,
-                    rank,
-                    source: RootSource::Center,
-                },
-            )
-        } else {
-            (dirs, labels)
-        };
+        let (_, dirs, labels) = chosen(topo, opts)?;
         let policy = LabelPolicy {
             labels: &labels,
             dirs: &dirs,
@@ -106,6 +83,36 @@ impl Engine for UpDown {
         let jobs = jobs_in_dest_order(topo);
         Ok(fill(self.name(), topo, &policy, &jobs, opts))
     }
+}
+
+/// The ranking the engine routes with (see the module doc: several detected roots that
+/// leave pairs without a legal path give way to the most central switch), with its labels.
+pub(crate) fn chosen(
+    topo: &Topo<'_>,
+    opts: &Options,
+) -> Result<(Ranking, Dirs, Labels), RouteError> {
+    let ranking = ranking(topo, &opts.roots).map_err(|reason| RouteError::NotApplicable {
+        engine: "updn",
+        reason,
+    })?;
+    let (dirs, labels) = label(topo, &ranking);
+    if ranking.source != RootSource::Given
+        && ranking.roots.len() > 1
+        && !ca_switches_reach_all(topo, &labels)
+    {
+        // Several roots can leave pairs without a legal path (two roots with nothing
+        // between them at their rank); one root never does.
+        let roots = vec![center(topo)];
+        let rank = bfs_ranks(topo, &roots);
+        let ranking = Ranking {
+            roots,
+            rank,
+            source: RootSource::Center,
+        };
+        let (dirs, labels) = label(topo, &ranking);
+        return Ok((ranking, dirs, labels));
+    }
+    Ok((ranking, dirs, labels))
 }
 
 fn label(topo: &Topo<'_>, ranking: &Ranking) -> (Dirs, Labels) {

@@ -97,6 +97,14 @@ fn channel(off: &[usize], s: SwIdx, i: usize) -> usize {
 /// True when the channel dependency graph of the tables (every switch, every LID, every
 /// port in the LID's adaptive group as well as the static one) has a cycle.
 pub fn has_credit_loop(topo: &Topo<'_>, r: &Routes) -> bool {
+    has_credit_loop_with(topo, r, &[])
+}
+
+/// A switch-to-switch channel: link `i` of `topo.adj(s)`.
+pub type Channel = (SwIdx, usize);
+
+/// [`has_credit_loop`] with more dependencies (multicast turns, say).
+pub fn has_credit_loop_with(topo: &Topo<'_>, r: &Routes, extra: &[(Channel, Channel)]) -> bool {
     let n = topo.num_switches();
     let mut off = vec![0usize; n + 1];
     for s in 0..n {
@@ -138,6 +146,9 @@ pub fn has_credit_loop(topo: &Topo<'_>, r: &Routes) -> bool {
                 }
             }
         }
+    }
+    for &((s, i), (t, j)) in extra {
+        edges.push((channel(&off, s, i) as u32, channel(&off, t, j) as u32));
     }
     edges.sort_unstable();
     edges.dedup();
