@@ -8,8 +8,9 @@
 # Prints a markdown table. OpenSM: start = its first log line, up = its "SUBNET UP" line,
 # SMPs = the activity count its SMInfo reports (OpenSM counts QP0 MADs sent there), routing =
 # "Entering MASTER state" to "<engine> tables configured" (an upper bound: that span also
-# holds LID assignment). ibsm: its JSON report (sweep_ms from its first SMP to subnet up,
-# routing_ms measured around the routing call, mads_sent) and the process's wall time.
+# holds LID assignment). ibsm: start = the process start, up = its "SUBNET UP" log line; in
+# brackets its own sweep time (first SMP to subnet up); SMPs and routing time from its JSON
+# report (routing timed around the routing call alone).
 # Needs ibsim-utils libumad2sim0 infiniband-diags opensm and a release build
 # (cargo build --release -p sm-daemon). Runs every fabric in its own network namespace.
 set -euo pipefail
@@ -35,7 +36,7 @@ if [[ ${INNER:-} != 1 ]]; then
         "$IBSM" gen fat-tree --levels 3 --radix 36 --pods 8 -o "$work/ft3-r36-p8.net" 2>/dev/null
         FABRICS="$work/net.2sw2path4hca $work/net $work/ft2-r12.net $work/ft3-r8.net $work/torus-4x4x4.net $work/ft3-r36-p8.net"
     fi
-    echo "| fabric | nodes | engine | OpenSM to SUBNET UP | ibsm to SUBNET UP (process) | ratio | OpenSM SMPs | ibsm SMPs | OpenSM routing (upper bound) | ibsm routing |"
+    echo "| fabric | nodes | engine | OpenSM start to SUBNET UP | ibsm start to SUBNET UP (sweep) | OpenSM / ibsm | OpenSM SMPs | ibsm SMPs | OpenSM routing (upper bound) | ibsm routing |"
     echo "|---|---|---|---|---|---|---|---|---|---|"
     for net in $FABRICS; do
         INNER=1 NET=$net WORK=$work ENGINE=$ENGINE IBSM=$IBSM SHIM=$SHIM \
@@ -73,7 +74,7 @@ trap stop_ibsim EXIT
 start_ibsim osm
 mkdir -p osm
 LD_PRELOAD=$SHIM OSM_TMP_DIR=$dir/osm OSM_CACHE_DIR=$dir/osm \
-    timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 --dump_files_dir "$dir/osm" \
+    timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 -d 2 --dump_files_dir "$dir/osm" \
     > /dev/null 2>&1 &
 osm=$!
 for _ in $(seq 1 9000); do
@@ -81,7 +82,7 @@ for _ in $(seq 1 9000); do
     kill -0 $osm 2>/dev/null || break
     sleep 0.1
 done
-act=$(LD_PRELOAD=$SHIM timeout 20 sminfo 2>/dev/null | sed -n 's/.*activity count \([0-9]*\).*/\1/p')
+act=$(LD_PRELOAD=$SHIM timeout 20 sminfo 2>/dev/null | sed -n 's/.*activity count \([0-9]*\).*/\1/p' || true)
 kill $osm 2>/dev/null || true
 wait $osm 2>/dev/null || true
 stop_ibsim
@@ -95,9 +96,9 @@ t1=$(date +%s%N)
 stop_ibsim
 trap - EXIT
 
-python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" <<'PY'
-import json, re, sys
-name, nodes, engine, act, wall_us = sys.argv[1:6]
+python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" "$t0" <<'PY'
+import datetime, json, re, sys
+name, nodes, engine, act, wall_us, t0_ns = sys.argv[1:7]
 def ts(line):
     m = re.match(r"\w+ +\d+ (\d+):(\d+):(\d+) (\d+)", line)
     h, mi, s, us = map(int, m.groups())
@@ -119,11 +120,18 @@ try:
 except Exception:
     r = {}
 osm_ms = (up - start) / 1e3 if up and start else None
-ibsm_ms = r.get("sweep_ms")
+# ibsm: from the process start to its "SUBNET UP" log line.
+ibsm_ms = None
+for line in open("ibsm.log", errors="replace"):
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+    if "SUBNET UP" in line:
+        stamp = datetime.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00"))
+        ibsm_ms = (stamp.timestamp() * 1e9 - int(t0_ns)) / 1e6
+        break
 wall_ms = int(wall_us) / 1e3
-ratio = f"{osm_ms / wall_ms:.1f}x" if osm_ms and r.get("subnet_up") else "-"
+ratio = f"{osm_ms / ibsm_ms:.1f}x" if osm_ms and ibsm_ms else "-"
 f = lambda v: f"{v:.1f} ms" if isinstance(v, (int, float)) else "-"
 osm_route = (routed - master) / 1e3 if routed and master else None
-print(f"| {name} | {nodes} | {engine} | {f(osm_ms)} | {f(ibsm_ms)} ({f(wall_ms)}) | {ratio} "
+print(f"| {name} | {nodes} | {engine} | {f(osm_ms)} | {f(ibsm_ms)} ({f(r.get('sweep_ms'))}) | {ratio} "
       f"| {act} | {r.get('mads_sent', '-')} | {f(osm_route)} | {f(r.get('routing_ms'))} |")
 PY
