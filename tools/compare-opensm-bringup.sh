@@ -5,7 +5,7 @@
 #   tools/compare-opensm-bringup.sh [ENGINE]          # default fabric set, ENGINE default minhop
 #   FABRICS="a.net b.net" tools/compare-opensm-bringup.sh ftree
 #
-# Prints a markdown table. OpenSM: start = its first log line, up = its "SUBNET UP" line,
+# Prints a markdown table. OpenSM: start = the process start, up = its "SUBNET UP" line,
 # SMPs = the activity count its SMInfo reports (OpenSM counts QP0 MADs sent there), routing =
 # "Entering MASTER state" to "<engine> tables configured" (an upper bound: that span also
 # holds LID assignment). ibsm: start = the process start, up = its "SUBNET UP" log line; in
@@ -16,7 +16,7 @@
 set -euo pipefail
 
 SHIM=${SHIM:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
-ENGINE=${1:-minhop}
+ENGINE=${ENGINE:-${1:-minhop}}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IBSM=${IBSM:-$here/target/release/ibsm}
 die() { echo "compare-opensm-bringup: $*" >&2; exit 1; }
@@ -73,6 +73,7 @@ trap stop_ibsim EXIT
 # OpenSM.
 start_ibsim osm
 mkdir -p osm
+t_osm=$(date +%s%N)
 LD_PRELOAD=$SHIM OSM_TMP_DIR=$dir/osm OSM_CACHE_DIR=$dir/osm \
     timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 -d 2 --dump_files_dir "$dir/osm" \
     > /dev/null 2>&1 &
@@ -96,13 +97,15 @@ t1=$(date +%s%N)
 stop_ibsim
 trap - EXIT
 
-python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" "$t0" <<'PY'
-import datetime, json, re, sys
-name, nodes, engine, act, wall_us, t0_ns = sys.argv[1:7]
+python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" "$t0" "$t_osm" <<'PY'
+import datetime, json, re, sys, time
+name, nodes, engine, act, wall_us, t0_ns, t_osm_ns = sys.argv[1:8]
+year = time.localtime().tm_year
 def ts(line):
-    m = re.match(r"\w+ +\d+ (\d+):(\d+):(\d+) (\d+)", line)
-    h, mi, s, us = map(int, m.groups())
-    return ((h * 60 + mi) * 60 + s) * 1e6 + us
+    # OpenSM stamps lines with local time to the microsecond, without the year.
+    m = re.match(r"(\w+ +\d+ \d+:\d+:\d+) (\d+)", line)
+    t = time.mktime(time.strptime(f"{year} {m.group(1)}", "%Y %b %d %H:%M:%S"))
+    return t * 1e6 + int(m.group(2))
 start = up = master = routed = None
 for line in open("osm/osm.log", errors="replace"):
     if not re.match(r"\w+ +\d+ \d+:\d+:\d+ \d+", line):
@@ -119,7 +122,7 @@ try:
     r = json.load(open("ibsm.json"))
 except Exception:
     r = {}
-osm_ms = (up - start) / 1e3 if up and start else None
+osm_ms = (up - int(t_osm_ns) / 1e3) / 1e3 if up else None
 # ibsm: from the process start to its "SUBNET UP" log line.
 ibsm_ms = None
 for line in open("ibsm.log", errors="replace"):

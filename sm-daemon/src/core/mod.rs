@@ -597,11 +597,13 @@ impl Sm {
                     continue;
                 }
                 Phase::Program(mut p) => {
+                    // PortInfo, SwitchInfo, LFT and tables do not depend on one another and
+                    // go out together (one round trip of waiting instead of four); the port
+                    // states need them all in place.
                     let next = match p.stage {
-                        Stage::PortInfo => Some(Stage::SwitchInfo),
-                        Stage::SwitchInfo => Some(Stage::Lft),
-                        Stage::Lft => Some(Stage::Tables),
-                        Stage::Tables => Some(Stage::Armed),
+                        Stage::PortInfo | Stage::SwitchInfo | Stage::Lft | Stage::Tables => {
+                            Some(Stage::Armed)
+                        }
                         Stage::Armed => Some(Stage::Active),
                         Stage::Active => None,
                     };
@@ -1164,154 +1166,170 @@ impl Sm {
         };
         let mut sends: Vec<PlannedSet> = Vec::new();
         let mut counts = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
-        match p.stage {
-            Stage::PortInfo => {
-                let mut keys: Vec<&(usize, u8)> = p.desired.keys().collect();
-                keys.sort();
-                for &(i, pn) in keys {
-                    let n = &p.disc.nodes[i];
-                    let (Some(cur), Some(want)) =
-                        (n.ports[pn as usize].info, p.desired.get(&(i, pn)))
-                    else {
-                        continue;
-                    };
-                    if same_settings(&cur, want) {
-                        continue;
-                    }
-                    let Some(path) = n.route_to(pn) else { continue };
-                    let mut set = *want;
-                    set.port_state = PortState::NoChange;
-                    set.port_physical_state = PhysPortState::NoChange;
-                    set.link_width_enabled = 0;
-                    set.link_speed_enabled = 0;
-                    set.link_down_default_state =
-                        port_info::LinkDownDefaultState::from_raw_value(0);
-                    let mut data = [0u8; 64];
-                    if set.emit(&mut data).is_ok() {
-                        counts.0 += 1;
-                        sends.push((
-                            Purpose::SetPortInfo { node: i, port: pn },
-                            attr::PORT_INFO,
-                            pn as u32,
-                            path.to_vec(),
-                            data,
-                        ));
-                    }
-                }
-            }
-            Stage::SwitchInfo => {
-                for (i, n) in p.disc.nodes.iter().enumerate() {
-                    let Some(mut si) = n.switch_info else {
-                        continue;
-                    };
-                    // A switch whose LinearFDBTop is not what we set has lost its tables.
-                    let guid = n.info.node_guid;
-                    if self.top_shadow.get(&guid) != Some(&si.linear_fdb_top) {
-                        self.lft_shadow.remove(&guid);
-                        self.table_shadow.retain(|k, _| k.0 != guid);
-                    }
-                    si.linear_fdb_top = p.max_lid;
-                    si.life_time_value = self.p.switch_life_time;
-                    si.port_state_change = true;
-                    let mut data = [0u8; 64];
-                    if si.emit(&mut data).is_ok() {
-                        counts.1 += 1;
-                        sends.push((
-                            Purpose::SetSwitchInfo { node: i },
-                            attr::SWITCH_INFO,
-                            0,
-                            n.path.clone(),
-                            data,
-                        ));
-                    }
-                }
-            }
-            Stage::Lft => {
-                let mut nodes: Vec<&usize> = p.lfts.keys().collect();
-                nodes.sort();
-                for &i in nodes {
-                    let n = &p.disc.nodes[i];
-                    let table = &p.lfts[&i];
-                    let shadow = self.lft_shadow.get(&n.info.node_guid);
-                    for (b, chunk) in table.chunks(lft::ENTRIES).enumerate() {
-                        let mut block = [lft::NO_ROUTE.0; 64];
-                        block[..chunk.len()].copy_from_slice(chunk);
-                        let held = shadow.and_then(|s| s.get(b * 64..b * 64 + 64));
-                        if held == Some(&block[..]) {
-                            continue;
-                        }
-                        counts.2 += 1;
-                        sends.push((
-                            Purpose::SetLft {
-                                node: i,
-                                block: b as u16,
-                                data: block,
-                            },
-                            attr::LINEAR_FORWARDING_TABLE,
-                            b as u32,
-                            n.path.clone(),
-                            block,
-                        ));
-                    }
-                }
-            }
-            Stage::Tables => {
-                for &(i, port, attr_id, attr_mod, data) in &p.tables {
-                    let n = &p.disc.nodes[i];
-                    let key = (n.info.node_guid, port, attr_id, attr_mod);
-                    if self.table_shadow.get(&key) == Some(&data) {
-                        continue;
-                    }
-                    let Some(path) = n.route_to(port) else {
-                        continue;
-                    };
-                    if attr_id == attr::P_KEY_TABLE {
-                        counts.4 += 1;
-                    } else {
-                        counts.5 += 1;
-                    }
-                    sends.push((
-                        Purpose::SetTable { key, data },
-                        attr_id,
-                        attr_mod,
-                        path.to_vec(),
-                        data,
-                    ));
-                }
-            }
-            Stage::Armed | Stage::Active => {
-                let (from, to) = if p.stage == Stage::Armed {
-                    (PortState::Init, PortState::Armed)
-                } else {
-                    (PortState::Armed, PortState::Active)
-                };
-                for (i, n) in p.disc.nodes.iter().enumerate() {
-                    for (pn, dp) in n.ports.iter().enumerate() {
-                        let Some(cur) = dp.info else { continue };
-                        if pn == 0 || dp.peer.is_none() || cur.port_state != from {
-                            continue;
-                        }
-                        let Some(path) = n.route_to(pn as u8) else {
+        // SwitchInfo comes before the LFT: it is where a switch that lost its tables is noticed.
+        let parts: &[Stage] = match p.stage {
+            Stage::PortInfo => &[
+                Stage::PortInfo,
+                Stage::SwitchInfo,
+                Stage::Lft,
+                Stage::Tables,
+            ],
+            Stage::SwitchInfo => &[Stage::SwitchInfo],
+            Stage::Lft => &[Stage::Lft],
+            Stage::Tables => &[Stage::Tables],
+            Stage::Armed => &[Stage::Armed],
+            Stage::Active => &[Stage::Active],
+        };
+        for &part in parts {
+            match part {
+                Stage::PortInfo => {
+                    let mut keys: Vec<&(usize, u8)> = p.desired.keys().collect();
+                    keys.sort();
+                    for &(i, pn) in keys {
+                        let n = &p.disc.nodes[i];
+                        let (Some(cur), Some(want)) =
+                            (n.ports[pn as usize].info, p.desired.get(&(i, pn)))
+                        else {
                             continue;
                         };
-                        let set = port_info::Repr {
-                            port_state: to,
-                            // Everything else "no change" or the values we already set.
-                            ..state_only(&cur)
-                        };
+                        if same_settings(&cur, want) {
+                            continue;
+                        }
+                        let Some(path) = n.route_to(pn) else { continue };
+                        let mut set = *want;
+                        set.port_state = PortState::NoChange;
+                        set.port_physical_state = PhysPortState::NoChange;
+                        set.link_width_enabled = 0;
+                        set.link_speed_enabled = 0;
+                        set.link_down_default_state =
+                            port_info::LinkDownDefaultState::from_raw_value(0);
                         let mut data = [0u8; 64];
                         if set.emit(&mut data).is_ok() {
-                            counts.3 += 1;
+                            counts.0 += 1;
                             sends.push((
-                                Purpose::SetPortInfo {
-                                    node: i,
-                                    port: pn as u8,
-                                },
+                                Purpose::SetPortInfo { node: i, port: pn },
                                 attr::PORT_INFO,
                                 pn as u32,
                                 path.to_vec(),
                                 data,
                             ));
+                        }
+                    }
+                }
+                Stage::SwitchInfo => {
+                    for (i, n) in p.disc.nodes.iter().enumerate() {
+                        let Some(mut si) = n.switch_info else {
+                            continue;
+                        };
+                        // A switch whose LinearFDBTop is not what we set has lost its tables.
+                        let guid = n.info.node_guid;
+                        if self.top_shadow.get(&guid) != Some(&si.linear_fdb_top) {
+                            self.lft_shadow.remove(&guid);
+                            self.table_shadow.retain(|k, _| k.0 != guid);
+                        }
+                        si.linear_fdb_top = p.max_lid;
+                        si.life_time_value = self.p.switch_life_time;
+                        si.port_state_change = true;
+                        let mut data = [0u8; 64];
+                        if si.emit(&mut data).is_ok() {
+                            counts.1 += 1;
+                            sends.push((
+                                Purpose::SetSwitchInfo { node: i },
+                                attr::SWITCH_INFO,
+                                0,
+                                n.path.clone(),
+                                data,
+                            ));
+                        }
+                    }
+                }
+                Stage::Lft => {
+                    let mut nodes: Vec<&usize> = p.lfts.keys().collect();
+                    nodes.sort();
+                    for &i in nodes {
+                        let n = &p.disc.nodes[i];
+                        let table = &p.lfts[&i];
+                        let shadow = self.lft_shadow.get(&n.info.node_guid);
+                        for (b, chunk) in table.chunks(lft::ENTRIES).enumerate() {
+                            let mut block = [lft::NO_ROUTE.0; 64];
+                            block[..chunk.len()].copy_from_slice(chunk);
+                            let held = shadow.and_then(|s| s.get(b * 64..b * 64 + 64));
+                            if held == Some(&block[..]) {
+                                continue;
+                            }
+                            counts.2 += 1;
+                            sends.push((
+                                Purpose::SetLft {
+                                    node: i,
+                                    block: b as u16,
+                                    data: block,
+                                },
+                                attr::LINEAR_FORWARDING_TABLE,
+                                b as u32,
+                                n.path.clone(),
+                                block,
+                            ));
+                        }
+                    }
+                }
+                Stage::Tables => {
+                    for &(i, port, attr_id, attr_mod, data) in &p.tables {
+                        let n = &p.disc.nodes[i];
+                        let key = (n.info.node_guid, port, attr_id, attr_mod);
+                        if self.table_shadow.get(&key) == Some(&data) {
+                            continue;
+                        }
+                        let Some(path) = n.route_to(port) else {
+                            continue;
+                        };
+                        if attr_id == attr::P_KEY_TABLE {
+                            counts.4 += 1;
+                        } else {
+                            counts.5 += 1;
+                        }
+                        sends.push((
+                            Purpose::SetTable { key, data },
+                            attr_id,
+                            attr_mod,
+                            path.to_vec(),
+                            data,
+                        ));
+                    }
+                }
+                Stage::Armed | Stage::Active => {
+                    let (from, to) = if part == Stage::Armed {
+                        (PortState::Init, PortState::Armed)
+                    } else {
+                        (PortState::Armed, PortState::Active)
+                    };
+                    for (i, n) in p.disc.nodes.iter().enumerate() {
+                        for (pn, dp) in n.ports.iter().enumerate() {
+                            let Some(cur) = dp.info else { continue };
+                            if pn == 0 || dp.peer.is_none() || cur.port_state != from {
+                                continue;
+                            }
+                            let Some(path) = n.route_to(pn as u8) else {
+                                continue;
+                            };
+                            let set = port_info::Repr {
+                                port_state: to,
+                                // Everything else "no change" or the values we already set.
+                                ..state_only(&cur)
+                            };
+                            let mut data = [0u8; 64];
+                            if set.emit(&mut data).is_ok() {
+                                counts.3 += 1;
+                                sends.push((
+                                    Purpose::SetPortInfo {
+                                        node: i,
+                                        port: pn as u8,
+                                    },
+                                    attr::PORT_INFO,
+                                    pn as u32,
+                                    path.to_vec(),
+                                    data,
+                                ));
+                            }
                         }
                     }
                 }
