@@ -167,21 +167,26 @@ impl Fixture {
     }
 
     /// Sends raw bytes and runs until an answer with the same TID is complete (acking RMPP
-    /// segments), or nothing is left to happen.
+    /// segments; resending the request when nothing comes back, as a client does), or
+    /// nothing is left to happen. After a table answer it keeps acknowledging the sender's
+    /// retransmissions until the SA has no transfer left.
     fn ask_raw(&mut self, bytes: &[u8]) -> Option<Answer> {
         let tid = u64::from_be_bytes(bytes[8..16].try_into().unwrap());
         let mut b = bytes.to_vec();
         b.resize(256, 0);
         self.send(&b);
         let mut rx: Option<RmppReceiver> = None;
+        let mut done: Option<Answer> = None;
         let mut mads = 0;
-        let deadline = self.d.now() + 60_000_000_000;
+        let start = self.d.now();
+        let mut heard = start;
         loop {
             while let Some(m) = self.d.sim.recv(self.client) {
                 if u64::from_be_bytes(m.mad[8..16].try_into().unwrap()) != tid {
                     continue;
                 }
                 mads += 1;
+                heard = self.d.now();
                 let r = rmpp::Repr::parse_mad(&m.mad).unwrap();
                 if !r.is_active() {
                     return Some(Answer {
@@ -191,28 +196,43 @@ impl Fixture {
                     });
                 }
                 let rx = rx.get_or_insert_with(RmppReceiver::sa);
-                rx.handle_mad(&m.mad).unwrap();
+                let _ = rx.handle_mad(&m.mad);
                 while let Some(ack) = rx.poll_transmit() {
                     self.send(&ack);
                 }
-                if *rx.state() == ReceiverState::Complete {
+                if done.is_none() && *rx.state() == ReceiverState::Complete {
                     let head = sa::Repr::parse(&m.mad).unwrap();
                     let head = sa::Repr {
                         rmpp: rmpp::Repr::parse_mad(rx.header().unwrap()).unwrap(),
                         ..head
                     };
-                    let payload = rx.take_payload().unwrap();
-                    // Let the final ACK reach the SA.
-                    self.settle();
-                    return Some(Answer {
+                    done = Some(Answer {
                         head,
-                        payload,
+                        payload: rx.payload().unwrap().to_vec(),
                         mads,
                     });
                 }
             }
-            if self.d.now() > deadline || !self.d.step() {
+            if done.is_some() && self.d.sm.sa().transfers() == 0 {
+                return done.map(|a| Answer { mads, ..a });
+            }
+            if self.d.now() > start + 120_000_000_000 {
+                return done;
+            }
+            if rx.is_none() && self.d.now() > heard + 1_000_000_000 {
+                // No answer yet: the request (or the answer) was lost; ask again.
+                heard = self.d.now();
+                self.send(&b);
+            }
+            let idle = self
+                .d
+                .next_deadline()
+                .is_none_or(|t| t > self.d.now() + 100_000_000);
+            if idle && rx.is_none() && self.d.now() > start + 2_000_000_000 {
                 return None;
+            }
+            if !self.d.step() {
+                return done;
             }
         }
     }
@@ -828,4 +848,631 @@ fn error_statuses() {
     fx.d.sm.handle_mad(fx.d.now(), fx.client_lid(), &short);
     let stats = fx.d.sm.sa().stats();
     assert!(stats.errors >= 14, "{stats:?}");
+}
+
+/// The rate code of a port's link (width x lane speed), computed here independently.
+fn link_rate(width: u8, speed: Speed) -> Rate {
+    let lanes = match width {
+        link_width::X1 => 1,
+        link_width::X2 => 2,
+        link_width::X8 => 8,
+        link_width::X12 => 12,
+        _ => 4,
+    };
+    let lane = match speed.speed {
+        2 => 5000,
+        4 => 10000,
+        _ => 2500,
+    };
+    Rate::from_mbps(lanes * lane).unwrap()
+}
+
+/// MTU and rate along the way a packet really takes (the simulator's tracer), from the
+/// fabric's port attributes: the smallest MTU cap and slowest link of every port crossed.
+fn traced_minima(fx: &Fixture, slid: Lid, dlid: Lid) -> (Mtu, Rate) {
+    let path = fx.d.sim.trace(slid, dlid, Sl(0), PKey(0xffff)).unwrap();
+    let f = &fx.orig;
+    let mut mtu = u8::MAX;
+    let mut rate = Rate::Gbps1200;
+    for hop in &path.hops {
+        let n = f.node_by_guid(hop.node).unwrap();
+        let out = f.port_of(n, hop.out_port).unwrap();
+        for p in [out, f.port(out).remote.unwrap()] {
+            let port = f.port(p);
+            mtu = mtu.min(port.mtu_cap);
+            let r = link_rate(port.width, port.speed);
+            if r.mbps() < rate.mbps() {
+                rate = r;
+            }
+        }
+    }
+    (Mtu::from_raw_value(mtu), rate)
+}
+
+/// A fat-tree with some links slowed (narrower, slower) and some ports with smaller MTUs.
+fn mixed_fabric() -> Fabric {
+    let mut f = sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+        sm_core::generate::FatTree2::new(8),
+    ))
+    .unwrap();
+    let links: Vec<(PortIdx, PortIdx)> = f.links().collect();
+    let mut x = 0x2545_f491u32;
+    for (i, (a, b)) in links.into_iter().enumerate() {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let (width, speed) = match x % 5 {
+            0 => (link_width::X1, 1),
+            1 => (link_width::X4, 2),
+            2 => (link_width::X12, 4),
+            3 => (link_width::X4, 4),
+            _ => (link_width::X4, 1),
+        };
+        for p in [a, b] {
+            let port = f.port_mut(p);
+            port.width = width;
+            port.speed = Speed {
+                speed,
+                ..Speed::SDR
+            };
+        }
+        if i % 7 == 3 {
+            f.port_mut(a).mtu_cap = 3;
+        }
+        if i % 11 == 5 {
+            f.port_mut(b).mtu_cap = 4;
+        }
+    }
+    f
+}
+
+#[test]
+fn path_record_mtu_and_rate_are_the_minima_along_the_lft_path() {
+    let mut fx = Fixture::up(mixed_fabric(), Params::default(), SimConfig::default());
+    let f = fx.fabric.clone();
+    let cas: Vec<Lid> = ca_ports(&f).iter().map(|&p| f.port(p).lid).collect();
+    let mut checked = 0;
+    let mut seen_mtu = std::collections::BTreeSet::new();
+    let mut seen_rate = std::collections::BTreeSet::new();
+    for (i, &s) in cas.iter().enumerate() {
+        for &d in cas.iter().skip(i % 3).step_by(3) {
+            let a = fx.ask(get(path_record::ATTR_ID, PR_LIDS, &pr_query(s, d)));
+            assert_eq!(a.status(), MadStatus::OK, "{s} -> {d}");
+            let r: path_record::Repr = a.records()[0];
+            let (mtu, rate) = traced_minima(&fx, s, d);
+            if s == d {
+                assert_eq!(r.packet_life_time, 0, "loopback");
+                continue;
+            }
+            assert_eq!(r.mtu, mtu, "{s} -> {d}");
+            assert_eq!(r.rate, rate, "{s} -> {d}");
+            assert_eq!((r.slid, r.dlid), (s, d));
+            assert_eq!(r.packet_life_time, 18, "the subnet timeout, as OpenSM");
+            assert_eq!(r.mtu_selector, Selector::Exactly);
+            assert!(r.reversible);
+            assert_eq!(r.p_key, PKey(0xffff));
+            assert_eq!(r.sl, Sl(0));
+            assert_eq!(r.hop_limit, 0);
+            let sp = f.port(f.port_by_guid(r.sgid.guid()).unwrap());
+            assert_eq!(sp.lid, s);
+            seen_mtu.insert(mtu.to_raw_value());
+            seen_rate.insert(rate.to_raw_value());
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "{checked}");
+    assert!(
+        seen_mtu.len() >= 2 && seen_rate.len() >= 3,
+        "{seen_mtu:?} {seen_rate:?}"
+    );
+}
+
+#[test]
+fn path_record_selectors_and_requested_fields() {
+    let mut fx = Fixture::up(mixed_fabric(), Params::default(), SimConfig::default());
+    let f = fx.fabric.clone();
+    let cas: Vec<Lid> = ca_ports(&f).iter().map(|&p| f.port(p).lid).collect();
+    // A pair whose path is neither the fastest MTU nor the slowest rate.
+    let (s, d, base) = cas
+        .iter()
+        .flat_map(|&s| cas.iter().map(move |&d| (s, d)))
+        .filter(|(s, d)| s != d)
+        .find_map(|(s, d)| {
+            let r: path_record::Repr = fx
+                .ask(get(path_record::ATTR_ID, PR_LIDS, &pr_query(s, d)))
+                .records()[0];
+            (r.mtu.to_raw_value() < 5 && r.rate != Rate::Gbps2_5).then_some((s, d, r))
+        })
+        .unwrap();
+    use path_record::comp;
+    let ask = |fx: &mut Fixture, mask: u64, f: &dyn Fn(&mut path_record::Repr)| {
+        let mut q = pr_query(s, d);
+        f(&mut q);
+        fx.ask(get(path_record::ATTR_ID, PR_LIDS | mask, &q))
+    };
+    let mtu = base.mtu.to_raw_value();
+    let mtu_q = |sel, v: u8| {
+        move |q: &mut path_record::Repr| {
+            q.mtu_selector = sel;
+            q.mtu = Mtu::from_raw_value(v);
+        }
+    };
+    let m = comp::MTU | comp::MTU_SELECTOR;
+    // Exactly the path's MTU; a smaller one is granted; a larger one is not.
+    let r: path_record::Repr = ask(&mut fx, m, &mtu_q(Selector::Exactly, mtu)).records()[0];
+    assert_eq!(r.mtu.to_raw_value(), mtu);
+    let r: path_record::Repr = ask(&mut fx, m, &mtu_q(Selector::Exactly, 1)).records()[0];
+    assert_eq!(r.mtu, Mtu::Mtu256);
+    if mtu < 5 {
+        assert_eq!(
+            ask(&mut fx, m, &mtu_q(Selector::Exactly, mtu + 1)).status(),
+            sa::ERR_NO_RECORDS
+        );
+    }
+    // Greater than: only if the path's is larger. Less than: the next smaller.
+    assert_eq!(
+        ask(&mut fx, m, &mtu_q(Selector::GreaterThan, mtu)).status(),
+        sa::ERR_NO_RECORDS
+    );
+    let r: path_record::Repr = ask(&mut fx, m, &mtu_q(Selector::GreaterThan, 1)).records()[0];
+    assert_eq!(r.mtu.to_raw_value(), mtu);
+    let r: path_record::Repr = ask(&mut fx, m, &mtu_q(Selector::LessThan, mtu)).records()[0];
+    assert_eq!(r.mtu.to_raw_value(), mtu - 1);
+    let r: path_record::Repr = ask(&mut fx, m, &mtu_q(Selector::Largest, 1)).records()[0];
+    assert_eq!(r.mtu.to_raw_value(), mtu);
+    // Rate.
+    let rm = comp::RATE | comp::RATE_SELECTOR;
+    let rate_q = |sel, v: Rate| {
+        move |q: &mut path_record::Repr| {
+            q.rate_selector = sel;
+            q.rate = v;
+        }
+    };
+    let r: path_record::Repr =
+        ask(&mut fx, rm, &rate_q(Selector::LessThan, base.rate)).records()[0];
+    assert_eq!(r.rate, base.rate.slower().unwrap());
+    assert_eq!(
+        ask(&mut fx, rm, &rate_q(Selector::GreaterThan, base.rate)).status(),
+        sa::ERR_NO_RECORDS
+    );
+    assert_eq!(
+        ask(&mut fx, rm, &rate_q(Selector::Exactly, Rate::Gbps1200)).status(),
+        sa::ERR_NO_RECORDS
+    );
+    // Packet lifetime.
+    let lm = comp::PACKET_LIFE_TIME | comp::PACKET_LIFE_TIME_SELECTOR;
+    let life_q = |sel, v: u8| {
+        move |q: &mut path_record::Repr| {
+            q.packet_life_time_selector = sel;
+            q.packet_life_time = v;
+        }
+    };
+    let r: path_record::Repr = ask(&mut fx, lm, &life_q(Selector::LessThan, 10)).records()[0];
+    assert_eq!(r.packet_life_time, 9);
+    let r: path_record::Repr = ask(&mut fx, lm, &life_q(Selector::Exactly, 10)).records()[0];
+    assert_eq!(
+        r.packet_life_time, 10,
+        "OpenSM grants an exact lifetime below the path's"
+    );
+    assert_eq!(
+        ask(&mut fx, lm, &life_q(Selector::Exactly, 20)).status(),
+        sa::ERR_NO_RECORDS
+    );
+    assert_eq!(
+        ask(&mut fx, lm, &life_q(Selector::GreaterThan, 18)).status(),
+        sa::ERR_NO_RECORDS
+    );
+    // A requested SL is honoured (no QoS: every SL is allowed).
+    let r: path_record::Repr = ask(&mut fx, comp::SL, &|q| q.sl = Sl(5)).records()[0];
+    assert_eq!(r.sl, Sl(5));
+    // By GIDs instead of LIDs: the same path.
+    let q = path_record::Repr {
+        sgid: base.sgid,
+        dgid: base.dgid,
+        ..Default::default()
+    };
+    let r: path_record::Repr = fx
+        .ask(get(path_record::ATTR_ID, comp::SGID | comp::DGID, &q))
+        .records()[0];
+    assert_eq!((r.slid, r.dlid, r.mtu, r.rate), (s, d, base.mtu, base.rate));
+    // SGID and SLID naming different ports.
+    let q = path_record::Repr {
+        sgid: base.dgid,
+        slid: s,
+        dlid: d,
+        ..Default::default()
+    };
+    assert_eq!(
+        fx.ask(get(path_record::ATTR_ID, PR_LIDS | comp::SGID, &q))
+            .status(),
+        sa::ERR_REQ_INVALID
+    );
+    // Only a destination: every source that reaches it (GetTable).
+    let q = pr_query(Lid(0), d);
+    let all: Vec<path_record::Repr> = fx
+        .ask(table(path_record::ATTR_ID, comp::DLID, &q))
+        .records();
+    assert_eq!(
+        all.len(),
+        f.end_ports()
+            .filter(|&p| f.port(p).lid.0 != 0 && (f.port(p).num == 0 || f.port(p).remote.is_some()))
+            .count()
+    );
+    assert!(all.iter().all(|r| r.dlid == d));
+}
+
+#[test]
+fn lmc_paths_in_opensm_order() {
+    let params = Params {
+        lmc: 2,
+        ..Params::default()
+    };
+    let mut fx = Fixture::up(small(), params, SimConfig::default());
+    let f = fx.fabric.clone();
+    let a = f.port(ca_ports(&f)[1]);
+    let b = f.port(ca_ports(&f)[2]);
+    assert_eq!((a.lmc, b.lmc), (2, 2));
+    let q = path_record::Repr {
+        sgid: Gid::new(0xfe80_0000_0000_0000, a.guid),
+        dgid: Gid::new(0xfe80_0000_0000_0000, b.guid),
+        ..Default::default()
+    };
+    use path_record::comp;
+    let all: Vec<path_record::Repr> = fx
+        .ask(table(path_record::ATTR_ID, comp::SGID | comp::DGID, &q))
+        .records();
+    assert_eq!(all.len(), 16, "every LID pair");
+    // The four fully redundant pairs first (preference 0), then the rest (preference 2).
+    for (i, r) in all.iter().enumerate().take(4) {
+        assert_eq!(r.preference, 0);
+        assert_eq!(
+            (r.slid.0, r.dlid.0),
+            (a.lid.0 + i as u16, b.lid.0 + i as u16)
+        );
+    }
+    assert!(all[4..].iter().all(|r| r.preference == 2));
+    let pairs: std::collections::BTreeSet<(u16, u16)> =
+        all.iter().map(|r| (r.slid.0, r.dlid.0)).collect();
+    assert_eq!(pairs.len(), 16);
+    // Each LID pair is a path the fabric delivers.
+    for r in &all {
+        assert!(fx.d.sim.trace(r.slid, r.dlid, Sl(0), PKey(0xffff)).is_ok());
+    }
+    // NumbPath limits the answer; a Get gives one.
+    let q5 = path_record::Repr { numb_path: 5, ..q };
+    let five: Vec<path_record::Repr> = fx
+        .ask(table(
+            path_record::ATTR_ID,
+            comp::SGID | comp::DGID | comp::NUMB_PATH,
+            &q5,
+        ))
+        .records();
+    assert_eq!(five[..], all[..5]);
+    let one: Vec<path_record::Repr> = fx
+        .ask(get(path_record::ATTR_ID, comp::SGID | comp::DGID, &q))
+        .records();
+    assert_eq!(one[..], all[..1]);
+    // A DLID inside the destination's LMC range.
+    let r: path_record::Repr = fx
+        .ask(get(
+            path_record::ATTR_ID,
+            PR_LIDS,
+            &pr_query(a.lid, Lid(b.lid.0 + 3)),
+        ))
+        .records()[0];
+    assert_eq!(r.dgid.guid(), b.guid);
+}
+
+#[test]
+fn paths_need_a_shared_partition() {
+    let f = small();
+    let guid = |desc: &str| {
+        let n = node(&f, desc);
+        f.port(f.port_of(n, 1).unwrap()).guid.0
+    };
+    // Hca3 and Hca4 (the client) in partition 0x10; the default partition limited for all
+    // but the SM and the client.
+    let text = format!(
+        "Default=0x7fff : ALL=limited, SELF=full, {:#018x}=full ;\nblue=0x0010, sl=3 : {:#018x}=full, {:#018x}=full ;\n",
+        guid("Hca4"),
+        guid("Hca3"),
+        guid("Hca4"),
+    );
+    let params = Params {
+        partitions: Partitions::parse(&text, Path::new("p.conf")).unwrap(),
+        qos: QosOptions {
+            enabled: true,
+            ..QosOptions::default()
+        },
+        ..Params::default()
+    };
+    let mut fx = Fixture::up(f, params, SimConfig::default());
+    let f = fx.fabric.clone();
+    let lid = |d: &str| lid_of(&f, node(&f, d));
+    // Hca3 - Hca4 share blue: the path carries it, with the partition's SL.
+    let r: path_record::Repr = fx
+        .ask(get(
+            path_record::ATTR_ID,
+            PR_LIDS,
+            &pr_query(lid("Hca3"), lid("Hca4")),
+        ))
+        .records()[0];
+    assert_eq!(r.p_key, PKey(0x8010));
+    assert_eq!(r.sl, Sl(3));
+    assert!(
+        fx.d.sim.trace(r.slid, r.dlid, r.sl, r.p_key).is_ok(),
+        "the fabric delivers what the SA promised"
+    );
+    // Hca2 - Hca3: both limited members of the default partition only: no path.
+    let a = fx.ask(get(
+        path_record::ATTR_ID,
+        PR_LIDS,
+        &pr_query(lid("Hca2"), lid("Hca3")),
+    ));
+    assert_eq!(
+        a.status(),
+        sa::ERR_NO_RECORDS,
+        "{:?}",
+        a.records::<path_record::Repr>()
+    );
+    let a = fx.ask(table(
+        path_record::ATTR_ID,
+        PR_LIDS,
+        &pr_query(lid("Hca2"), lid("Hca3")),
+    ));
+    assert_eq!((a.status(), a.payload.len()), (MadStatus::OK, 0));
+    // Asking for a key they do not share.
+    use path_record::comp;
+    let q = path_record::Repr {
+        p_key: PKey(0x8001),
+        ..pr_query(lid("Hca3"), lid("Hca4"))
+    };
+    assert_eq!(
+        fx.ask(get(path_record::ATTR_ID, PR_LIDS | comp::P_KEY, &q))
+            .status(),
+        sa::ERR_NO_RECORDS
+    );
+    // The default partition, which the client holds in full, is shared too.
+    let q = path_record::Repr {
+        p_key: PKey(0x7fff),
+        ..q
+    };
+    let r: path_record::Repr = fx
+        .ask(get(path_record::ATTR_ID, PR_LIDS | comp::P_KEY, &q))
+        .records()[0];
+    assert_eq!(
+        r.p_key,
+        PKey(0x7fff),
+        "the requested key, as OpenSM answers"
+    );
+    // Hca1 (the SM, full default member) reaches Hca2 over the default partition.
+    let r: path_record::Repr = fx
+        .ask(get(
+            path_record::ATTR_ID,
+            PR_LIDS,
+            &pr_query(lid("Hca1"), lid("Hca2")),
+        ))
+        .records()[0];
+    assert_eq!(r.p_key, PKey(0xffff));
+}
+
+#[test]
+fn rmpp_tables_survive_loss_byte_for_byte() {
+    let mut fx = Fixture::up(
+        sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+            sm_core::generate::FatTree2::new(8),
+        ))
+        .unwrap(),
+        Params::default(),
+        SimConfig::default(),
+    );
+    let q = port_info_record::Repr::default();
+    let clean = fx.ask(table(port_info_record::ATTR_ID, 0, &q));
+    assert_eq!(clean.status(), MadStatus::OK);
+    let segments = clean.payload.len().div_ceil(200);
+    assert!(segments > 20, "{segments} segments");
+    let recs: Vec<port_info_record::Repr> = clean.records();
+    assert_eq!(
+        recs.len(),
+        fx.fabric
+            .ports()
+            .iter()
+            .filter(|p| p.exists && (p.num == 0 || p.remote.is_some()))
+            .count()
+    );
+    for loss in [0.05, 0.15] {
+        fx.d.sim.set_faults(sm_sim::Faults {
+            loss,
+            ..sm_sim::Faults::default()
+        });
+        let before = fx.d.sm.sa().stats();
+        let lossy = fx.ask(table(port_info_record::ATTR_ID, 0, &q));
+        fx.d.sim.set_faults(sm_sim::Faults::default());
+        assert_eq!(lossy.status(), MadStatus::OK);
+        assert_eq!(lossy.head.attribute_offset, clean.head.attribute_offset);
+        // Records are the same except the live counters the ports may have changed.
+        assert_eq!(lossy.payload.len(), clean.payload.len(), "loss {loss}");
+        let a: Vec<port_info_record::Repr> = lossy.records();
+        for (x, y) in a.iter().zip(&recs) {
+            assert_eq!((x.endport_lid, x.port_num), (y.endport_lid, y.port_num));
+        }
+        assert!(lossy.mads > segments, "loss {loss}: retransmissions");
+        let after = fx.d.sm.sa().stats();
+        assert_eq!(after.transfers_failed, before.transfers_failed);
+        assert!(after.transfers_done > before.transfers_done);
+    }
+}
+
+#[test]
+fn get_multi_multipath_records_both_ways_by_rmpp() {
+    let params = Params {
+        lmc: 1,
+        ..Params::default()
+    };
+    let mut fx = Fixture::up(small(), params, SimConfig::default());
+    let f = fx.fabric.clone();
+    let gid = |d: &str| {
+        let p = f.port_of(node(&f, d), 1).unwrap();
+        Gid::new(0xfe80_0000_0000_0000, f.port(p).guid)
+    };
+    let rec = multipath_record::Repr::between(&[gid("Hca1")], &[gid("Hca2"), gid("Hca3")]).unwrap();
+    let mut payload = vec![0u8; multipath_record::LEN];
+    rec.emit(&mut payload).unwrap();
+    payload.truncate(multipath_record::HEADER_LEN + 16 * 3);
+    use multipath_record::comp;
+    let mut h = sa::Repr::request(
+        Method::GetMulti,
+        Tid(0x4d50_0001),
+        multipath_record::ATTR_ID,
+        comp::SGID_COUNT | comp::DGID_COUNT,
+    );
+    h.rmpp.rmpp_flags = sm_mad::rmpp::RmppFlags::ACTIVE;
+    let seg = Segmenter::sa(&h, payload).unwrap();
+    let mut tx: RmppSender<u64> = RmppSender::new(seg, SenderConfig::default(), fx.d.now());
+    while let Some(m) = tx.poll_transmit() {
+        fx.send(&m);
+    }
+    let mut rx = RmppReceiver::sa();
+    let deadline = fx.d.now() + 30_000_000_000;
+    while *rx.state() != ReceiverState::Complete && fx.d.now() < deadline {
+        while let Some(m) = fx.d.sim.recv(fx.client) {
+            let r = rmpp::Repr::parse_mad(&m.mad).unwrap();
+            assert!(r.is_active(), "{:?}", sa::Repr::parse(&m.mad));
+            if r.rmpp_type == sm_mad::rmpp::RmppType::Ack {
+                tx.handle_mad(fx.d.now(), &m.mad).unwrap();
+            } else {
+                rx.handle_mad(&m.mad).unwrap();
+                while let Some(a) = rx.poll_transmit() {
+                    fx.send(&a);
+                }
+            }
+        }
+        assert!(fx.d.step());
+    }
+    assert_eq!(
+        *tx.state(),
+        sm_mad::rmpp::SenderState::Done,
+        "request acknowledged"
+    );
+    let mut h = rx.header().unwrap().to_vec();
+    h.resize(256, 0);
+    let head = sa::Repr::parse(&h).unwrap();
+    assert_eq!(head.method, Method::GetMultiResp);
+    assert_eq!(
+        head.attr_id,
+        path_record::ATTR_ID,
+        "answered with PathRecords"
+    );
+    let paths: Vec<path_record::Repr> = sa::records(rx.payload().unwrap(), head.attribute_offset)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // Two destinations, LMC 1: four LID pairs each.
+    assert_eq!(paths.len(), 8);
+    assert!(paths.iter().all(|p| p.sgid == gid("Hca1")));
+    assert_eq!(paths.iter().filter(|p| p.dgid == gid("Hca3")).count(), 4);
+    fx.settle();
+}
+
+/// A snapshot of a small subnet, for the property tests (built once).
+fn db() -> &'static sm_daemon::sa::Db {
+    static DB: std::sync::OnceLock<sm_daemon::sa::Db> = std::sync::OnceLock::new();
+    DB.get_or_init(|| {
+        let params = Params {
+            lmc: 1,
+            ..Params::default()
+        };
+        let fx = Fixture::up(small(), params, SimConfig::default());
+        fx.d.sm.sa().db().unwrap().clone()
+    })
+}
+
+/// Feeds one MAD to a fresh server and checks every reply it makes.
+fn answers_sanely(mad: &[u8], mode: sm_daemon::sa::RmppMode) {
+    use sm_daemon::sa::{Requester, SaConfig, Server};
+    let mut srv = Server::new(SaConfig {
+        rmpp: mode,
+        ..SaConfig::default()
+    });
+    srv.set_db(db().clone());
+    // The requester: a known LID (Hca1's) and an unknown one.
+    for lid in [1u16, 0x7777] {
+        srv.handle_mad(5, Requester::at(Lid(lid)), mad);
+        srv.handle_timeout(u64::MAX / 2);
+        while let Some(r) = srv.poll_transmit() {
+            assert_eq!(r.to.lid, Lid(lid));
+            let m = &r.mad;
+            assert!(m.len() >= 56, "{} bytes", m.len());
+            assert_eq!((m[0], m[1]), (mad[0], 3));
+            assert_eq!(m[8..16], mad[8..16], "the request's TID");
+            let active = m[26] & 1 != 0;
+            assert!(m[3] & 0x80 != 0 || active, "a response, or RMPP control");
+            if !active {
+                assert_eq!(m.len(), 256);
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600)) {
+        let mut b = bytes.clone();
+        if b.len() > 1 {
+            b[1] = 3;
+        }
+        if b.len() >= 24 {
+            answers_sanely(&b, sm_daemon::sa::RmppMode::Segment);
+            answers_sanely(&b, sm_daemon::sa::RmppMode::Kernel);
+        } else {
+            let mut srv = sm_daemon::sa::Server::new(Default::default());
+            srv.set_db(db().clone());
+            srv.handle_mad(0, sm_daemon::sa::Requester::at(Lid(1)), &b);
+            proptest::prop_assert!(srv.poll_transmit().is_none());
+        }
+    }
+
+    #[test]
+    fn arbitrary_queries_get_an_answer(
+        method in proptest::sample::select(vec![0x01u8, 0x02, 0x12, 0x13, 0x14, 0x15, 0x03, 0x06, 0x7f]),
+        attr in proptest::sample::select(vec![
+            0x0001u16, 0x0011, 0x0012, 0x0013, 0x0014, 0x0015, 0x0016, 0x0017, 0x0018, 0x0020,
+            0x0030, 0x0031, 0x0033, 0x0035, 0x0036, 0x0038, 0x003A, 0x00F3, 0x1234,
+        ]),
+        mask in proptest::prelude::any::<u64>(),
+        narrow in proptest::prelude::any::<bool>(),
+        attr_mod in proptest::prelude::any::<u32>(),
+        sm_key in proptest::sample::select(vec![0u64, 1]),
+        rmpp_flags in 0u8..8,
+        offset in proptest::sample::select(vec![0u16, 1, 8, 14, 99]),
+        data in proptest::collection::vec(proptest::prelude::any::<u8>(), 200),
+    ) {
+        let mut m = [0u8; 256];
+        m[..4].copy_from_slice(&[1, 3, 2, method]);
+        m[8..16].copy_from_slice(&0xabcdu64.to_be_bytes());
+        m[16..18].copy_from_slice(&attr.to_be_bytes());
+        m[20..24].copy_from_slice(&attr_mod.to_be_bytes());
+        m[24] = 1;
+        m[25] = 1;
+        m[26] = rmpp_flags;
+        m[36..44].copy_from_slice(&sm_key.to_be_bytes());
+        m[44..46].copy_from_slice(&offset.to_be_bytes());
+        let mask = if narrow { mask & 0x3f } else { mask };
+        m[48..56].copy_from_slice(&mask.to_be_bytes());
+        m[56..].copy_from_slice(&data);
+        // Mostly small LIDs, so lookups hit.
+        m[56] &= 0x00;
+        m[57] &= 0x0f;
+        answers_sanely(&m, sm_daemon::sa::RmppMode::Segment);
+        answers_sanely(&m, sm_daemon::sa::RmppMode::Kernel);
+        // Every plain request (no RMPP, SM_Key 0 or ours) is answered.
+        if rmpp_flags & 1 == 0 && [0x01u8, 0x02, 0x12, 0x13, 0x14, 0x15, 0x03, 0x06, 0x7f].contains(&method) {
+            let mut srv = sm_daemon::sa::Server::new(Default::default());
+            srv.set_db(db().clone());
+            srv.handle_mad(0, sm_daemon::sa::Requester::at(Lid(1)), &m);
+            proptest::prop_assert!(srv.poll_transmit().is_some(), "no answer");
+        }
+    }
 }

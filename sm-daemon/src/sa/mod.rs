@@ -152,7 +152,10 @@ pub enum Answer {
     /// One MAD (GetResp, or an error answer).
     Single(Box<[u8; 256]>),
     /// A table: the response header (records' AttributeOffset set) and the records.
-    Table { header: sa::Repr, payload: Vec<u8> },
+    Table {
+        header: Box<sa::Repr>,
+        payload: Vec<u8>,
+    },
 }
 
 type Key = (Lid, u64);
@@ -442,7 +445,7 @@ impl Server {
                 tracing::trace!(tid = key.1, bytes = payload.len(), "SA table answer");
                 match self.cfg.rmpp {
                     RmppMode::Kernel => {
-                        let mut h = header;
+                        let mut h = *header;
                         // As OpenSM hands it to the kernel: only Active; the kernel fills in
                         // version, type, segment numbers and lengths.
                         h.rmpp = rmpp::Repr {
@@ -534,7 +537,10 @@ impl Server {
         ) {
             return Some(self.error(&head, MadStatus::METHOD_UNSUPPORTED));
         }
-        if req.len() < sa::LEN {
+        // A reassembled RMPP request holds only its payload; any other MAD is 256 bytes.
+        let reassembled =
+            req.len() >= sa::HEADER_LEN && rmpp::Repr::parse_mad(req).is_ok_and(|r| r.is_active());
+        if req.len() < sa::LEN && !reassembled {
             return Some(self.error(&head, sa::ERR_REQ_INVALID));
         }
         let Ok(h) = sa::Repr::parse(&head) else {
@@ -624,7 +630,7 @@ impl Server {
         }
         r.attribute_offset = if out.count == 0 { 0 } else { rec_offset };
         Some(Answer::Table {
-            header: r,
+            header: Box::new(r),
             payload: out.data,
         })
     }

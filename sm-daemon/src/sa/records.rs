@@ -728,10 +728,11 @@ fn sl2vl_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
                 return Ok(());
             }
             if db.share_pkey(q.req, end) {
+                // OpenSM leaves both port numbers 0 on a CA.
                 out.push_wire(&sl2vl_record::Repr {
                     lid,
                     input_port_num: 0,
-                    output_port_num: db.port(end).num,
+                    output_port_num: 0,
                     sl_to_vl_mapping_table: table(end, 0),
                 });
             }
