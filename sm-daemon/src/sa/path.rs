@@ -349,8 +349,8 @@ pub(crate) fn path_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     if sid != 0 && sid != comp::SERVICE_ID {
         return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS);
     }
-    if m & (comp::DGID | comp::DLID) == 0 {
-        // A destination is required (OpenSM would list the whole subnet).
+    if m & (comp::DGID | comp::DLID | comp::SGID | comp::SLID) == 0 {
+        // An end is required: OpenSM would list every path of the subnet (N^2 records).
         return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS);
     }
     if m & comp::DGID != 0 && pr.dgid.0[0] == 0xff {
@@ -398,9 +398,6 @@ pub(crate) fn path_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     {
         return Err(sa::ERR_REQ_INVALID);
     }
-    let Some(dst) = dst_gid.or(dst_lid) else {
-        return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS);
-    };
     let limit = if q.method == Method::Get {
         1
     } else if m & comp::NUMB_PATH != 0 {
@@ -411,22 +408,34 @@ pub(crate) fn path_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let slid = (m & comp::SLID != 0).then_some(pr.slid);
     let dlid = (m & comp::DLID != 0).then_some(pr.dlid);
     let sgid = (m & comp::SGID != 0).then_some(pr.sgid);
-    let pair = |src: u32, out: &mut Out| {
+    let pair = |src: u32, dst: u32, out: &mut Out| {
         port_pair(db, &w, q.req, src, dst, slid, dlid, sgid, limit, out);
     };
-    match src_gid.or(src_lid) {
-        Some(src) => pair(src, out),
-        None => {
-            // Every source port (OpenSM's "half" query), in port order.
-            for p in 0..db.ports.len() as u32 {
-                if q.method == Method::Get && out.count > 0 || !out.open() {
+    // The end ports of the subnet, for a "half world" query (one end given), in port order.
+    let ends = || {
+        (0..db.ports.len() as u32)
+            .filter(|&p| db.port_by_guid(db.port(p).guid) == Some(p) && db.port(p).known)
+    };
+    let done = |out: &Out| q.method == Method::Get && out.count > 0 || !out.open();
+    match (src_gid.or(src_lid), dst_gid.or(dst_lid)) {
+        (Some(src), Some(dst)) => pair(src, dst, out),
+        (None, Some(dst)) => {
+            for src in ends() {
+                if done(out) {
                     break;
                 }
-                if db.port_by_guid(db.port(p).guid) == Some(p) && db.port(p).known {
-                    pair(p, out);
-                }
+                pair(src, dst, out);
             }
         }
+        (Some(src), None) => {
+            for dst in ends() {
+                if done(out) {
+                    break;
+                }
+                pair(src, dst, out);
+            }
+        }
+        (None, None) => return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS),
     }
     Ok(())
 }
