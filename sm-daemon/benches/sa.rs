@@ -122,7 +122,16 @@ fn bench(c: &mut Criterion) {
                 lid: *s,
                 ..Default::default()
             };
-            (*s, request(Method::Get, node_record::ATTR_ID, node_record::comp::LID, &q, 1))
+            (
+                *s,
+                request(
+                    Method::Get,
+                    node_record::ATTR_ID,
+                    node_record::comp::LID,
+                    &q,
+                    1,
+                ),
+            )
         })
         .collect();
     g.bench_function("get_node_record_fat_tree3_r36_p8", |b| {

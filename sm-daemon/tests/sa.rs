@@ -791,12 +791,20 @@ fn error_statuses() {
     assert_eq!(
         status_of(
             &mut fx,
-            table(path_record::ATTR_ID, comp::NUMB_PATH, &pr_query(hca, Lid(0)))
+            table(
+                path_record::ATTR_ID,
+                comp::NUMB_PATH,
+                &pr_query(hca, Lid(0))
+            )
         ),
         sa::ERR_REQ_INSUFFICIENT_COMPONENTS
     );
     // Only the source: every destination (OpenSM's "half world", which osmtest uses).
-    let a = fx.ask(table(path_record::ATTR_ID, comp::SLID, &pr_query(hca, Lid(0))));
+    let a = fx.ask(table(
+        path_record::ATTR_ID,
+        comp::SLID,
+        &pr_query(hca, Lid(0)),
+    ));
     assert_eq!(a.status(), MadStatus::OK);
     assert_eq!(a.records::<path_record::Repr>().len(), 6);
     assert_eq!(

@@ -283,3 +283,29 @@ fn nothing_before_a_snapshot_and_nothing_to_responses() {
     srv.handle_mad(0, Requester::at(Lid(2)), &req);
     assert!(srv.poll_transmit().is_some());
 }
+
+#[test]
+fn no_resources_and_unknown_requesters() {
+    let mut srv = Server::new(SaConfig {
+        max_transfers: 0,
+        ..SaConfig::default()
+    });
+    srv.set_db(opensm_db());
+    let mut req = vector("sa_linkrecord.req.mad");
+    req.resize(256, 0);
+    srv.handle_mad(0, Requester::at(Lid(2)), &req);
+    let r = srv.poll_transmit().unwrap();
+    assert_eq!(
+        u16::from_be_bytes([r.mad[4], r.mad[5]]),
+        0x0100,
+        "ERR_NO_RESOURCES"
+    );
+    assert_eq!(r.mad[3], 0x92);
+    assert_eq!(r.mad.len(), 256);
+    // A requester LID the SA does not know.
+    let srv = server(opensm_db());
+    let Answer::Single(b) = srv.query(Requester::at(Lid(0x4444)), &req).unwrap() else {
+        panic!("an error answer")
+    };
+    assert_eq!(u16::from_be_bytes([b[4], b[5]]), 0x0200, "ERR_REQ_INVALID");
+}
