@@ -108,7 +108,15 @@ impl LidStore {
             return Err(LidError::BadLmc(lmc));
         }
         let mut report = AssignReport::default();
-        let ports: Vec<PortIdx> = fabric.end_ports().collect();
+        // A CA or router port without a link is unreachable: it gets no LID (as OpenSM
+        // does), and keeps any remembered one reserved.
+        let ports: Vec<PortIdx> = fabric
+            .end_ports()
+            .filter(|&p| {
+                let port = fabric.port(p);
+                port.remote.is_some() || fabric.node(port.node).kind == NodeKind::Switch
+            })
+            .collect();
         let present: HashMap<Guid, PortIdx> =
             ports.iter().map(|&p| (fabric.port(p).guid, p)).collect();
         let want = |fabric: &Fabric, p: PortIdx| -> u8 {
@@ -453,16 +461,41 @@ mod tests {
         let mut f = before.clone();
         let err = s.assign(&mut f, 8).unwrap_err();
         assert_eq!(err, LidError::BadLmc(8));
-        // Really too many ports: 400 CAs at LMC 7 need 51,200 LIDs.
+        // Really too many ports: 400 CAs at LMC 7 need 51,200 LIDs (cabled in pairs: a
+        // port without a link gets no LID).
         let mut big = Fabric::new();
         for i in 0..400u64 {
-            big.add_node(NodeSpec::new(NodeKind::Ca, Guid(0x1000 + 2 * i), "h", 1))
+            let n = big
+                .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x1000 + 2 * i), "h", 1))
                 .unwrap();
+            if i % 2 == 1 {
+                let a = big.port_of(sm_core_node(n.0 - 1), 1).unwrap();
+                let b = big.port_of(n, 1).unwrap();
+                big.connect(a, b).unwrap();
+            }
         }
         let snapshot = big.clone();
         let err = LidStore::new().assign(&mut big, 7).unwrap_err();
         assert!(matches!(err, LidError::Exhausted { lmc: 7, .. }));
         assert_eq!(big, snapshot);
+    }
+
+    fn sm_core_node(i: u32) -> crate::fabric::NodeIdx {
+        crate::fabric::NodeIdx(i)
+    }
+
+    #[test]
+    fn unlinked_ca_ports_get_no_lid() {
+        let mut f = fabric(1);
+        let lone = f
+            .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x7000), "lone", 2))
+            .unwrap();
+        let mut s = LidStore::new();
+        s.assign(&mut f, 0).unwrap();
+        for p in f.node_ports(lone) {
+            assert_eq!(f.port(p).lid, Lid(0));
+        }
+        assert_eq!(s.len(), 2);
     }
 
     #[test]

@@ -47,6 +47,25 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         partitions: cfg.partitions.load(path)?,
         pkey_options: cfg.partitions.table_options(),
         qos: cfg.qos.clone(),
+        // OpenSM's sa_key defaults to its sm_key: the SA trusts requesters presenting it.
+        sa: crate::sa::SaConfig {
+            sa_key: sm.sm_key,
+            ..crate::sa::SaConfig::default()
+        },
         ..Params::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sa_trusts_the_sm_key() {
+        let mut cfg = Config::default();
+        cfg.sm.sm_key = 0x77;
+        let p = params(&cfg, Path::new("<test>")).unwrap();
+        assert_eq!(p.sa.sa_key, 0x77);
+        assert_eq!(p.sa.rmpp, crate::sa::RmppMode::Segment);
+    }
 }

@@ -2,4 +2,5 @@
 
 pub mod config;
 pub mod core;
+pub mod sa;
 pub mod transport;

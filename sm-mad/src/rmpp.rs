@@ -32,7 +32,7 @@ mod transfer_tests;
 
 pub use receiver::{ReceiverConfig, ReceiverState, RmppReceiver};
 pub use segment::{Segmenter, segment};
-pub use sender::{RmppSender, SenderConfig, SenderState};
+pub use sender::{RmppSender, SenderConfig, SenderState, Timestamp};
 
 /// Where the RMPP header starts in a MAD.
 pub const OFFSET: usize = 24;

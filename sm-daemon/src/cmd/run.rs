@@ -11,6 +11,7 @@ use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
 use sm_daemon::core::{Event, Params, Sm, SweepReport};
+use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Outgoing, Umad};
 use sm_sim::SimConfig;
@@ -505,10 +506,22 @@ const ONCE_ATTEMPTS: usize = 5;
 /// Received MADs handled in one go before the driver transmits again.
 const RECV_BATCH: usize = 256;
 
+/// The sender of a received MAD, as the SA answers it.
+fn requester(m: &umad::Incoming) -> Requester {
+    Requester {
+        lid: m.slid,
+        qpn: m.qpn,
+        sl: m.sl,
+        pkey_index: m.pkey_index,
+    }
+}
+
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
 fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
-    let params = params(args, 50)?;
+    let mut params = params(args, 50)?;
+    // The SA agent is a kernel RMPP agent: the kernel segments table answers.
+    params.sa.rmpp = RmppMode::Kernel;
     let port = umad::device::choose(Some(spec))?;
     let lids = load_lids(args)?;
     let args = &*args;
@@ -547,12 +560,19 @@ async fn drive_umad(
     let mut serving = false;
     'run: loop {
         while let Some(t) = sm.poll_transmit_at(now()) {
-            let timeout = if t.expects_response {
-                req_timeout_ms
-            } else {
-                0
+            let out = match t.gsi {
+                // An SA answer, back to the requester's QP.
+                Some(to) => Outgoing::gsi(t.dlid, to.qpn, to.sl, to.pkey_index, t.mad),
+                None => {
+                    let timeout = if t.expects_response {
+                        req_timeout_ms
+                    } else {
+                        0
+                    };
+                    Outgoing::smp(t.dlid, &t.mad, timeout)
+                }
             };
-            dev.send(Outgoing::smp(t.dlid, &t.mad, timeout))?;
+            dev.send(out)?;
         }
         while let Some(e) = sm.poll_event() {
             match e {
@@ -592,11 +612,11 @@ async fn drive_umad(
                 let Some(m) = m else {
                     bail!("the umad device stopped (see the log above)");
                 };
-                sm.handle_mad(now(), m.slid, &m.mad);
+                sm.handle_mad_from(now(), requester(&m), &m.mad);
                 // Take what is already queued (a bounded batch) before transmitting again.
                 for _ in 0..RECV_BATCH {
                     let Some(m) = dev.try_recv() else { break };
-                    sm.handle_mad(now(), m.slid, &m.mad);
+                    sm.handle_mad_from(now(), requester(&m), &m.mad);
                 }
             }
             _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),

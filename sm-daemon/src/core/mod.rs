@@ -20,7 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use sm_core::dump::Lfts;
 use sm_core::fabric::{Fabric, NodeKind, NodeSpec, Speed};
 use sm_core::lid::LidStore;
-use sm_core::partitions::{Partitions, TableOptions, pkey_tables_with};
+use sm_core::partitions::{PKeyTables, Partitions, TableOptions, pkey_tables_with};
 use sm_core::qos::{self, PortKind, QosOptions};
 use sm_mad::port_info::{self, Mtu, PhysPortState, PortState, VlCap};
 use sm_mad::smp::{self, Route};
@@ -30,6 +30,7 @@ use sm_mad::{
 };
 use sm_routing::{Options as RouteOptions, Topo};
 
+use crate::sa::{self, Requester, SaConfig};
 use requests::Requests;
 pub use requests::{MadCounts, Transmit};
 
@@ -71,6 +72,8 @@ pub struct Params {
     /// On later sweeps, keep every route that is still a legal minimal choice, so a fault
     /// moves only the routes it breaks (fewer LFT blocks to send, no traffic reshuffle).
     pub sticky_routes: bool,
+    /// The SA server (how its table answers travel: see [`sa::RmppMode`]).
+    pub sa: SaConfig,
 }
 
 impl Default for Params {
@@ -97,6 +100,7 @@ impl Default for Params {
             pkey_options: TableOptions::default(),
             qos: QosOptions::default(),
             sticky_routes: true,
+            sa: SaConfig::default(),
         }
     }
 }
@@ -206,6 +210,20 @@ enum Purpose {
         node: usize,
         port: u8,
     },
+    /// A port state transition (ARMED or ACTIVE).
+    SetPortState {
+        node: usize,
+        port: u8,
+        want: PortState,
+    },
+    /// After a refused transition: read the port, which may already be there (a retry of a
+    /// Set whose first answer was lost is refused by agents that treat ARMED -> ARMED as
+    /// illegal).
+    VerifyPortState {
+        node: usize,
+        port: u8,
+        want: PortState,
+    },
     SetSwitchInfo {
         node: usize,
     },
@@ -295,7 +313,13 @@ pub struct Sm {
     /// Adaptive-routing hints of the last routing run, in their dump format.
     ar_hints: Option<String>,
     own_lid: Lid,
+    /// The SM's own port GUID.
+    own_guid: Guid,
     up: bool,
+    /// P_Key tables of the last plan (the SA's partitions).
+    pkey_tables: Option<PKeyTables>,
+    /// The subnet administrator.
+    sa: sa::Server,
 }
 
 fn dr(tid: Tid, method: Method, attr_id: u16, attr_mod: u32, path: &[u8]) -> Option<smp::Repr> {
@@ -309,6 +333,7 @@ impl Sm {
     pub fn new(p: Params, lids: LidStore) -> Sm {
         Sm {
             reqs: Requests::new(p.max_outstanding, p.smp_timeout, p.smp_retries),
+            sa: sa::Server::new(p.sa),
             p,
             events: VecDeque::new(),
             lids,
@@ -329,7 +354,9 @@ impl Sm {
             lfts: None,
             ar_hints: None,
             own_lid: Lid(0),
+            own_guid: Guid(0),
             up: false,
+            pkey_tables: None,
         }
     }
 
@@ -387,15 +414,33 @@ impl Sm {
         self.reqs.counts
     }
 
+    /// The subnet administrator (its snapshot, counters, transfers).
+    pub fn sa(&self) -> &sa::Server {
+        &self.sa
+    }
+
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.reqs.poll_transmit()
+        self.reqs.poll_transmit().or_else(|| self.sa_transmit())
+    }
+
+    /// The next SA answer, addressed to its requester.
+    fn sa_transmit(&mut self) -> Option<Transmit> {
+        let r = self.sa.poll_transmit()?;
+        Some(Transmit {
+            dlid: r.to.lid,
+            mad: r.mad,
+            expects_response: false,
+            gsi: Some(r.to),
+        })
     }
 
     /// [`Sm::poll_transmit`] for a shell on a real clock: the request's deadline counts from
     /// `now`, when the shell hands it to the transport, so time the core spent computing
     /// (routing a large fabric) between queueing and sending is not charged to the fabric.
     pub fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
-        self.reqs.poll_transmit_at(now)
+        self.reqs
+            .poll_transmit_at(now)
+            .or_else(|| self.sa_transmit())
     }
 
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -404,13 +449,19 @@ impl Sm {
 
     /// The earliest time the core wants `handle_timeout`.
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        [self.reqs.next_deadline(), self.next_light, self.next_heavy]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.reqs.next_deadline(),
+            self.next_light,
+            self.next_heavy,
+            self.sa.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     pub fn handle_timeout(&mut self, now: Nanos) {
+        self.sa.handle_timeout(now);
         for purpose in self.reqs.expire(now) {
             tracing::debug!(?purpose, "SMP lost after retries");
             self.on_lost(purpose);
@@ -426,8 +477,21 @@ impl Sm {
         self.advance(now);
     }
 
-    /// A MAD from the fabric, with the LRH source LID.
+    /// A MAD from the fabric, with the LRH source LID (a GSI sender on QP1).
     pub fn handle_mad(&mut self, now: Nanos, slid: Lid, buf: &[u8]) {
+        self.handle_mad_from(now, Requester::at(slid), buf);
+    }
+
+    /// A MAD from the fabric, with its sender's address as the transport reports it (the
+    /// source QP matters to SA answers: they go back to it).
+    pub fn handle_mad_from(&mut self, now: Nanos, from: Requester, buf: &[u8]) {
+        let slid = from.lid;
+        if buf.get(1) == Some(&MgmtClass::SubnAdm.to_raw_value()) {
+            // Subnet administration, whatever else is wrong with it: the SA answers.
+            self.sa.set_act_count(self.reqs.counts.sent as u32);
+            self.sa.handle_mad(now, from, buf);
+            return;
+        }
         let Ok(hdr) = mad::Repr::parse(buf) else {
             tracing::debug!("dropping a MAD whose header does not parse");
             return;
@@ -615,6 +679,7 @@ impl Sm {
                         }
                         None => {
                             self.report.programming_ns = now - self.phase_at;
+                            self.install_sa_db(&p);
                             self.finish(now);
                         }
                     }
@@ -678,6 +743,27 @@ impl Sm {
     // Answers.
 
     fn on_answer(&mut self, now: Nanos, purpose: Purpose, s: &smp::Repr) {
+        if let (Purpose::SetPortState { node, port, want }, Phase::Program(p)) =
+            (&purpose, &self.phase)
+        {
+            if s.status != MadStatus::OK {
+                let path = p
+                    .disc
+                    .nodes
+                    .get(*node)
+                    .and_then(|n| n.route_to(*port))
+                    .map(<[u8]>::to_vec);
+                if let Some(path) = path {
+                    let verify = Purpose::VerifyPortState {
+                        node: *node,
+                        port: *port,
+                        want: *want,
+                    };
+                    self.submit(now, verify, attr::PORT_INFO, *port as u32, &path);
+                    return;
+                }
+            }
+        }
         if s.status != MadStatus::OK {
             self.report
                 .errors
@@ -970,6 +1056,7 @@ impl Sm {
             .ok_or("the SM's own port is missing from the model")?;
         let own_lid = fabric.port(fabric.lid_port(own_fp)).lid;
         self.own_lid = own_lid;
+        self.own_guid = fabric.port(own_fp).guid;
         let mut desired = HashMap::new();
         for (i, n) in d.nodes.iter().enumerate() {
             for (pn, dp) in n.ports.iter().enumerate() {
@@ -1102,6 +1189,7 @@ impl Sm {
                 }
             }
         }
+        self.pkey_tables = Some(parts);
         if !self.p.qos.enabled {
             return out;
         }
@@ -1320,9 +1408,10 @@ impl Sm {
                             if set.emit(&mut data).is_ok() {
                                 counts.3 += 1;
                                 sends.push((
-                                    Purpose::SetPortInfo {
+                                    Purpose::SetPortState {
                                         node: i,
                                         port: pn as u8,
+                                        want: to,
                                     },
                                     attr::PORT_INFO,
                                     pn as u32,
@@ -1359,7 +1448,24 @@ impl Sm {
             return;
         };
         match purpose {
-            Purpose::SetPortInfo { node, port } => {
+            Purpose::VerifyPortState { node, port, want } => {
+                let got = s.attribute::<port_info::Repr>().ok();
+                if let (Some(pi), Some(slot)) = (
+                    got,
+                    p.disc
+                        .nodes
+                        .get_mut(node)
+                        .and_then(|n| n.ports.get_mut(port as usize)),
+                ) {
+                    slot.info = Some(pi);
+                }
+                if got.map(|pi| pi.port_state) != Some(want) {
+                    self.report.errors.push(format!(
+                        "port {port} of node {node}: refused the move to {want:?} and is not there"
+                    ));
+                }
+            }
+            Purpose::SetPortInfo { node, port } | Purpose::SetPortState { node, port, .. } => {
                 if let (Ok(pi), Some(slot)) = (
                     s.attribute::<port_info::Repr>(),
                     p.disc
@@ -1394,6 +1500,82 @@ impl Sm {
             }
             _ => {}
         }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // The SA's snapshot.
+
+    /// Hands the SA a snapshot of the subnet as this sweep left it: the model, the tables,
+    /// and every attribute as the nodes last reported it (see [`sa::Db`]).
+    fn install_sa_db(&mut self, p: &Program) {
+        let (Some(f), Some(lfts)) = (&self.fabric, &self.lfts) else {
+            return;
+        };
+        let empty = PKeyTables::default();
+        let params = sa::DbParams {
+            subnet_prefix: self.p.subnet_prefix,
+            sm_port_guid: self.own_guid,
+            sm_lid: self.own_lid,
+            sm_priority: self.p.sm_priority,
+            sm_state: sm_mad::sm_info::SmState::Master,
+            subnet_timeout: self.p.subnet_timeout,
+            lmc: self.p.lmc,
+            qos: self.p.qos.enabled,
+        };
+        let mut db = sa::Db::build(f, lfts, self.pkey_tables.as_ref().unwrap_or(&empty), params);
+        for (i, n) in f.nodes().iter().enumerate() {
+            let Some(dn) = p
+                .disc
+                .by_guid
+                .get(&n.guid)
+                .and_then(|&d| p.disc.nodes.get(d))
+            else {
+                continue;
+            };
+            let idx = sm_core::NodeIdx(i as u32);
+            db.set_node_info(idx, dn.info, &dn.desc);
+            if let Some(si) = dn.switch_info {
+                db.set_switch_info(idx, si);
+            }
+            for (pn, dp) in dn.ports.iter().enumerate() {
+                if let (Some(pi), Some(fp)) = (dp.info, f.port_of(idx, pn as u8)) {
+                    db.set_port_info(fp, pi);
+                }
+            }
+        }
+        for &(i, port, attr_id, attr_mod, data) in &p.tables {
+            let Some(dn) = p.disc.nodes.get(i) else {
+                continue;
+            };
+            let Some(fp) = f
+                .node_by_guid(dn.info.node_guid)
+                .and_then(|n| f.port_of(n, port))
+            else {
+                continue;
+            };
+            match attr_id {
+                attr::SL_TO_VL_MAPPING_TABLE => {
+                    let inp = if dn.is_switch() {
+                        (attr_mod >> 8) as u8
+                    } else {
+                        0
+                    };
+                    if let Ok(t) = sl2vl::Repr::parse(&data) {
+                        db.set_sl2vl(fp, inp, t);
+                    }
+                }
+                attr::VL_ARBITRATION_TABLE => {
+                    if let Ok(t) = vl_arb::Repr::parse(&data) {
+                        db.set_vlarb(fp, (attr_mod >> 16) as u8, t);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for part in &self.p.partitions.partitions {
+            db.set_partition_sl(part.pkey, part.effective_sl(self.p.qos.enabled).0);
+        }
+        self.sa.set_db(db.finish());
     }
 
     // ---------------------------------------------------------------------------------

@@ -12,9 +12,14 @@ use super::Nanos;
 pub struct Transmit {
     /// LRH destination: permissive for directed route.
     pub dlid: Lid,
-    pub mad: [u8; 256],
+    /// The MAD: 256 bytes, or longer for an SA table answer the kernel segments (RMPP
+    /// done by the transport; see [`crate::sa::RmppMode`]).
+    pub mad: Vec<u8>,
     /// A request that expects an answer (the kernel transport needs a timeout for it).
     pub expects_response: bool,
+    /// For a GSI MAD (an SA answer): the requester's QP, SL and P_Key index, which the
+    /// kernel transport puts in the umad header. `None` for SMPs (QP0).
+    pub gsi: Option<crate::sa::Requester>,
 }
 
 #[derive(Debug)]
@@ -101,8 +106,9 @@ impl<P> Requests<P> {
         let deadline = now + self.timeout;
         self.out.push_back(Transmit {
             dlid,
-            mad,
+            mad: mad.to_vec(),
             expects_response: true,
+            gsi: None,
         });
         self.counts.sent += 1;
         self.deadlines.insert((deadline, tid));
@@ -159,8 +165,9 @@ impl<P> Requests<P> {
         self.counts.sent += 1;
         self.out.push_back(Transmit {
             dlid,
-            mad,
+            mad: mad.to_vec(),
             expects_response: false,
+            gsi: None,
         });
     }
 
@@ -174,7 +181,11 @@ impl<P> Requests<P> {
     pub(crate) fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
         let t = self.out.pop_front()?;
         if t.expects_response {
-            let tid = u32::from_be_bytes([t.mad[12], t.mad[13], t.mad[14], t.mad[15]]);
+            let tid = t
+                .mad
+                .get(12..16)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map_or(0, u32::from_be_bytes);
             let fresh = now.saturating_add(self.timeout);
             if let Some(p) = self.inflight.get_mut(&tid) {
                 if p.deadline < fresh {

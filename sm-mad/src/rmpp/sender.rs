@@ -6,6 +6,26 @@ use std::time::{Duration, Instant};
 use super::{Repr, RmppStatus, RmppType, Segmenter, VERSION, control};
 use crate::{MAD_LEN, Result, RmppError, Tid, mad};
 
+/// A point in time the sender's timer can be armed at: [`Instant`] for a shell on a real
+/// clock, or nanoseconds (`u64`) of whatever clock a sans-IO caller runs on, virtual time
+/// included. Only comparisons and adding the ACK timeout are needed.
+pub trait Timestamp: Copy + Ord + core::fmt::Debug {
+    /// This time plus `d` (saturating where the type can).
+    fn plus(self, d: Duration) -> Self;
+}
+
+impl Timestamp for Instant {
+    fn plus(self, d: Duration) -> Self {
+        self + d
+    }
+}
+
+impl Timestamp for u64 {
+    fn plus(self, d: Duration) -> Self {
+        self.saturating_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    }
+}
+
 /// Sender tunables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SenderConfig {
@@ -46,7 +66,7 @@ pub enum SenderState {
 /// [`poll_transmit`](Self::poll_transmit) after each call and arm a timer for
 /// [`poll_timeout`](Self::poll_timeout).
 #[derive(Debug, Clone)]
-pub struct RmppSender {
+pub struct RmppSender<T: Timestamp = Instant> {
     seg: Segmenter,
     config: SenderConfig,
     tid: Tid,
@@ -58,14 +78,14 @@ pub struct RmppSender {
     /// Next segment `poll_transmit` renders.
     next: u32,
     retries: u32,
-    deadline: Option<Instant>,
+    deadline: Option<T>,
     control: VecDeque<[u8; MAD_LEN]>,
     state: SenderState,
 }
 
-impl RmppSender {
+impl<T: Timestamp> RmppSender<T> {
     /// Starts sending `seg` at `now`.
-    pub fn new(seg: Segmenter, config: SenderConfig, now: Instant) -> RmppSender {
+    pub fn new(seg: Segmenter, config: SenderConfig, now: T) -> RmppSender<T> {
         // The segmenter guarantees the header spans the MAD and RMPP headers.
         let tid = mad::field::TID.get(seg.header());
         let class = mad::field::MGMT_CLASS.get(seg.header()).to_raw_value();
@@ -78,7 +98,7 @@ impl RmppSender {
             last_ack: 0,
             next: 1,
             retries: 0,
-            deadline: Some(now + config.ack_timeout),
+            deadline: Some(now.plus(config.ack_timeout)),
             control: VecDeque::new(),
             state: SenderState::Sending,
         }
@@ -110,7 +130,7 @@ impl RmppSender {
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) is due.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub fn poll_timeout(&self) -> Option<T> {
         self.deadline
     }
 
@@ -131,7 +151,7 @@ impl RmppSender {
     }
 
     /// The timer fired: go back to the first unacknowledged segment, or give up.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub fn handle_timeout(&mut self, now: T) {
         if self.state != SenderState::Sending || self.deadline.is_none_or(|d| now < d) {
             return;
         }
@@ -141,13 +161,13 @@ impl RmppSender {
         }
         self.retries += 1;
         self.next = self.last_ack + 1;
-        self.deadline = Some(now + self.config.ack_timeout);
+        self.deadline = Some(now.plus(self.config.ack_timeout));
     }
 
     /// The peer sent `mad` (ACK, STOP or ABORT) for this transfer. A MAD of another transfer
     /// is an error that changes nothing; a protocol violation fails the transfer and queues
     /// an ABORT.
-    pub fn handle_mad(&mut self, now: Instant, mad: &[u8]) -> Result<()> {
+    pub fn handle_mad(&mut self, now: T, mad: &[u8]) -> Result<()> {
         let hdr = mad::Repr::parse(mad)?;
         if hdr.tid != self.tid || hdr.mgmt_class.to_raw_value() != self.class {
             return Err(RmppError::WrongTransfer {
@@ -188,7 +208,7 @@ impl RmppSender {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, r: &Repr) -> Result<()> {
+    fn on_ack(&mut self, now: T, r: &Repr) -> Result<()> {
         if r.rmpp_status != RmppStatus::Normal {
             return Err(self.fail(RmppError::IllegalStatus(r.rmpp_status.to_raw_value()), true));
         }
@@ -212,7 +232,7 @@ impl RmppSender {
         if seg > self.last_ack {
             self.last_ack = seg;
             self.retries = 0;
-            self.deadline = Some(now + self.config.ack_timeout);
+            self.deadline = Some(now.plus(self.config.ack_timeout));
         }
         self.window_last = nwl;
         // A go-back may have rewound below what is now acknowledged.
@@ -310,6 +330,24 @@ mod tests {
         // An ACK older than the last one is ignored.
         s.handle_mad(t1, &from_peer(&s, Repr::ack(1, 4))).unwrap();
         assert_eq!(s.last_ack(), 2);
+    }
+
+    #[test]
+    fn virtual_time_in_nanoseconds() {
+        let t = sa::Repr::request(Method::GetTable, Tid(9), 0x11, 0).response(Default::default());
+        let seg = Segmenter::sa(&t, vec![1; 500]).unwrap();
+        let mut s: RmppSender<u64> = RmppSender::new(seg, SenderConfig::default(), 1_000);
+        assert_eq!(s.poll_timeout(), Some(2_000_001_000));
+        assert_eq!(drain_u64(&mut s), 1);
+        s.handle_timeout(2_000_000_999);
+        assert_eq!(drain_u64(&mut s), 0, "not yet due");
+        s.handle_timeout(2_000_001_000);
+        assert_eq!(drain_u64(&mut s), 1, "segment 1 again");
+        assert_eq!(u64::MAX.plus(Duration::from_secs(1)), u64::MAX);
+    }
+
+    fn drain_u64(s: &mut RmppSender<u64>) -> usize {
+        std::iter::from_fn(|| s.poll_transmit()).count()
     }
 
     #[test]

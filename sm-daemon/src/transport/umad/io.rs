@@ -148,7 +148,7 @@ impl Worker {
             qkey: if smi { 0 } else { QP1_QKEY },
             dlid: o.dlid.0,
             sl: o.sl,
-            pkey_index: 0,
+            pkey_index: o.pkey_index,
         };
         msg.clear();
         msg.resize(self.hdr_len, 0);

@@ -81,6 +81,9 @@ pub struct Outgoing {
     /// Destination QP: 0 for SMPs, 1 (or the requester's QP) for GSI MADs.
     pub qpn: u32,
     pub sl: u8,
+    /// P_Key index to send with (GSI answers: the one the request came in on; used with
+    /// the 64-byte header only).
+    pub pkey_index: u16,
     /// Non-zero for requests (the kernel matches responses only then); 0 for responses
     /// and unsolicited MADs.
     pub timeout_ms: u32,
@@ -95,8 +98,22 @@ impl Outgoing {
             dlid,
             qpn: 0,
             sl: 0,
+            pkey_index: 0,
             timeout_ms,
             mad: mad.to_vec(),
+        }
+    }
+
+    /// A GSI answer (SA) to a requester's QP: the MAD may be longer than 256 bytes when the
+    /// kernel's RMPP agent is to segment it.
+    pub fn gsi(dlid: Lid, qpn: u32, sl: u8, pkey_index: u16, mad: Vec<u8>) -> Outgoing {
+        Outgoing {
+            dlid,
+            qpn,
+            sl,
+            pkey_index,
+            timeout_ms: 0,
+            mad,
         }
     }
 }
