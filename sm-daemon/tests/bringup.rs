@@ -328,3 +328,24 @@ fn loss_and_reordering_converge_to_the_same_tables() {
     }
     assert!(retried > 0, "5% loss must have cost retries");
 }
+
+#[test]
+fn a_chain_that_cannot_route_falls_back_to_minhop() {
+    // ftree alone on a torus: it declines, and the SM routes with minhop, as OpenSM does.
+    let f = generate(&spec(
+        r#"{"family":"torus","dims":[3,3],"hosts_per_switch":1}"#,
+    ))
+    .unwrap();
+    let params = Params {
+        routing: "ftree".into(),
+        ..Params::default()
+    };
+    let (d, r) = bring_up(&f, params);
+    assert_eq!(r.engine_used, "minhop");
+    assert!(
+        r.fallbacks.iter().any(|f| f.contains("ftree")),
+        "{:?}",
+        r.fallbacks
+    );
+    all_pairs_delivered(&d, "ftree on a torus");
+}

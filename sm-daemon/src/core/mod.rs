@@ -1021,8 +1021,27 @@ impl Sm {
                 .as_ref()
                 .map(|l| std::sync::Arc::new(sm_routing::PreviousTables::from_lfts(l)));
         }
-        let chain = sm_routing::route_chain(&self.p.routing, &topo, &opts)
-            .map_err(|e| format!("routing: {e}"))?;
+        // When every engine of the chain declines, minhop routes, as OpenSM falls back to
+        // it: the subnet must come up with some tables.
+        let chain = match sm_routing::route_chain(&self.p.routing, &topo, &opts) {
+            Err(sm_routing::RouteError::ChainExhausted(why)) => {
+                tracing::warn!(
+                    "no engine of {} could route ({why}); using minhop",
+                    self.p.routing
+                );
+                let mut r = sm_routing::route_chain("minhop", &topo, &opts)
+                    .map_err(|e| format!("routing: {e}"))?;
+                r.fallbacks.insert(
+                    0,
+                    sm_routing::engine::Fallback {
+                        engine: "chain",
+                        reason: why,
+                    },
+                );
+                r
+            }
+            other => other.map_err(|e| format!("routing: {e}"))?,
+        };
         if let (Some(t0), Some(f)) = (t0, self.p.stopwatch) {
             self.report.routing_ns = f().saturating_sub(t0);
         }
