@@ -288,6 +288,59 @@ pub fn check_reserved(
     Ok(())
 }
 
+/// The zero-copy view every structure has: `Packet<T>` with `new_unchecked`, `new_checked`
+/// (which refuses a buffer shorter than `$len`) and `into_inner`. Accessors go in further
+/// `impl` blocks.
+macro_rules! packet_view {
+    ($(#[$meta:meta])* view $what:expr, $len:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// Wraps a buffer without checking its length; accessors that index it may panic
+            /// on a short buffer.
+            pub const fn new_unchecked(buffer: T) -> Self {
+                Packet { buffer }
+            }
+
+            /// Wraps a buffer after checking that the whole structure lies inside it.
+            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
+                let got = buffer.as_ref().len();
+                if got < $len {
+                    return Err($crate::Error::Truncated { what: $what, need: $len, got });
+                }
+                Ok(Packet { buffer })
+            }
+
+            /// The wrapped buffer.
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+        }
+    };
+}
+pub(crate) use packet_view;
+
+/// `Wire` for a `Repr` whose inherent `parse` and `emit` do the work.
+macro_rules! wire_via_inherent {
+    ($what:expr, $len:expr) => {
+        impl $crate::Wire for Repr {
+            const NAME: &'static str = $what;
+            const LEN: usize = $len;
+            fn parse(buf: &[u8]) -> $crate::Result<Self> {
+                Repr::parse(buf)
+            }
+            fn emit(&self, buf: &mut [u8]) -> $crate::Result<()> {
+                Repr::emit(self, buf)
+            }
+        }
+    };
+}
+pub(crate) use wire_via_inherent;
+
 /// An enumeration over a wire field that keeps values it does not know, so that
 /// parse -> emit round-trips every input. Serialises as the variant name, or the number
 /// when unknown.
@@ -432,32 +485,12 @@ macro_rules! wire_struct {
             };
         }
 
-        /// Zero-copy view over a buffer holding the structure.
-        #[derive(Debug, Clone)]
-        pub struct Packet<T: AsRef<[u8]>> {
-            buffer: T,
+        $crate::bits::packet_view! {
+            /// Zero-copy view over a buffer holding the structure.
+            view $what, LEN
         }
 
         impl<T: AsRef<[u8]>> Packet<T> {
-            /// Wraps a buffer without checking its length; accessors panic if it is short.
-            pub const fn new_unchecked(buffer: T) -> Self {
-                Packet { buffer }
-            }
-
-            /// Wraps a buffer after checking that every field lies inside it.
-            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
-                let got = buffer.as_ref().len();
-                if got < LEN {
-                    return Err($crate::Error::Truncated { what: $what, need: LEN, got });
-                }
-                Ok(Packet { buffer })
-            }
-
-            /// The wrapped buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
             /// Reads one field.
             #[inline]
             pub fn get<V: $crate::bits::WireValue>(&self, f: $crate::bits::Field<V>) -> V {
@@ -603,32 +636,12 @@ macro_rules! wire_record {
             };
         }
 
-        /// Zero-copy view over a buffer holding the record.
-        #[derive(Debug, Clone)]
-        pub struct Packet<T: AsRef<[u8]>> {
-            buffer: T,
+        $crate::bits::packet_view! {
+            /// Zero-copy view over a buffer holding the record.
+            view $what, LEN
         }
 
         impl<T: AsRef<[u8]>> Packet<T> {
-            /// Wraps a buffer without checking its length; accessors panic if it is short.
-            pub const fn new_unchecked(buffer: T) -> Self {
-                Packet { buffer }
-            }
-
-            /// Wraps a buffer after checking that the whole record lies inside it.
-            pub fn new_checked(buffer: T) -> $crate::Result<Self> {
-                let got = buffer.as_ref().len();
-                if got < LEN {
-                    return Err($crate::Error::Truncated { what: $what, need: LEN, got });
-                }
-                Ok(Packet { buffer })
-            }
-
-            /// The wrapped buffer.
-            pub fn into_inner(self) -> T {
-                self.buffer
-            }
-
             /// Reads one field.
             #[inline]
             pub fn get<V: $crate::bits::WireValue>(&self, f: $crate::bits::Field<V>) -> V {

@@ -3,7 +3,8 @@
 //! The attribute modifier is the block number: block `b` holds GUID indices `8b..8b+8`, and
 //! PortInfo's GUIDCap says how many indices the port has. Index 0 is the port GUID.
 
-use crate::{Error, Guid, Result, SmpAttribute, Wire};
+use crate::bits::wire_via_inherent;
+use crate::{Error, Guid, Result, SmpAttribute};
 
 /// Length on the wire.
 pub const LEN: usize = 64;
@@ -118,16 +119,7 @@ impl Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "GUIDInfo";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("GUIDInfo", LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::GUID_INFO;

@@ -3,7 +3,8 @@
 
 use crate::attr::SaAttrId;
 use crate::bits::Field;
-use crate::{Error, Gid, Result, Wire, inform_info};
+use crate::bits::wire_via_inherent;
+use crate::{Error, Gid, Result, inform_info};
 
 /// SA attribute id of InformInfoRecord.
 pub const ATTR_ID: u16 = SaAttrId::InformInfoRecord.to_raw_value();
@@ -153,16 +154,7 @@ impl Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "InformInfoRecord";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("InformInfoRecord", LEN);
 
 #[cfg(test)]
 mod tests {

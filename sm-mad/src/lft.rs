@@ -6,9 +6,10 @@
 //! port any switch has, so the switch drops such packets. [`NO_ROUTE`] is that value and
 //! [`Repr::default`] is a block of it. A switch's own LIDs map to port 0.
 
+use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, Lid, PortNum, Result, SmpAttribute, Wire};
+use crate::{Error, Lid, PortNum, Result, SmpAttribute};
 
 /// Length on the wire.
 pub const LEN: usize = 64;
@@ -59,36 +60,12 @@ pub fn block_from_attr_mod(attr_mod: u32) -> Result<u16> {
     Ok(attr_mod as u16)
 }
 
-/// Zero-copy view over a LinearForwardingTable block.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a LinearForwardingTable block.
+    view WHAT, LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; a short buffer makes accessors return `None`.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 64 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The output port in slot `i` (0..64).
     pub fn port(&self, i: usize) -> Option<PortNum> {
         if i >= ENTRIES {
@@ -194,16 +171,7 @@ impl serde::Serialize for Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = WHAT;
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!(WHAT, LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::LINEAR_FORWARDING_TABLE;

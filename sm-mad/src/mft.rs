@@ -6,9 +6,10 @@
 //! is port `16 * position + i`). Switches with more than 15 ports need several positions
 //! per block.
 
+use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, Lid, PortNum, Result, SmpAttribute, Wire};
+use crate::{Error, Lid, PortNum, Result, SmpAttribute};
 
 /// Length on the wire.
 pub const LEN: usize = 64;
@@ -123,36 +124,12 @@ impl Modifier {
     }
 }
 
-/// Zero-copy view over a MulticastForwardingTable block.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a MulticastForwardingTable block.
+    view WHAT, LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; a short buffer makes accessors return `None`.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 64 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The port mask in slot `i` (0..32).
     pub fn port_mask(&self, i: usize) -> Option<u16> {
         if i >= ENTRIES {
@@ -261,16 +238,7 @@ impl serde::Serialize for Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = WHAT;
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!(WHAT, LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::MULTICAST_FORWARDING_TABLE;

@@ -8,9 +8,10 @@
 
 use crate::attr::SaAttrId;
 use crate::bits::Field;
+use crate::bits::wire_via_inherent;
 use crate::path_record::{Mtu, Rate, Selector};
 use crate::service_record::ServiceId;
-use crate::{Error, Gid, PKey, Result, Sl, Wire};
+use crate::{Error, Gid, PKey, Result, Sl};
 
 /// SA attribute id of MultiPathRecord.
 pub const ATTR_ID: u16 = SaAttrId::MultiPathRecord.to_raw_value();
@@ -350,16 +351,7 @@ impl Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "MultiPathRecord";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("MultiPathRecord", LEN);
 
 impl serde::Serialize for Repr {
     fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {

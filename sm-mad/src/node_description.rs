@@ -1,6 +1,7 @@
 //! NodeDescription (IBA 14.2.5.2): 64 bytes of UTF-8 text, NUL padded.
 
-use crate::{Error, Result, SmpAttribute, Wire};
+use crate::bits::wire_via_inherent;
+use crate::{Error, Result, SmpAttribute};
 
 /// Length on the wire.
 pub const LEN: usize = 64;
@@ -87,16 +88,7 @@ impl serde::Serialize for Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "NodeDescription";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("NodeDescription", LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::NODE_DESCRIPTION;

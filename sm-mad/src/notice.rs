@@ -16,6 +16,7 @@
 //! gets the direction bit set. The SM may put the issuer port's M_Key in the M_Key field.
 //! [`trap_repress`] builds it.
 
+use crate::bits::packet_view;
 use core::ops::Range;
 
 use crate::bits::{Field, wire_enum};
@@ -548,36 +549,12 @@ pub mod field {
     pub const ISSUER_GID: Range<usize> = 64..80;
 }
 
-/// Zero-copy view over a buffer holding a Notice (64 bytes, or 80 with IssuerGID).
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a buffer holding a Notice (64 bytes, or 80 with IssuerGID).
+    view "Notice", LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length; accessors panic if it is short.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 64 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: "Notice",
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Reads one header field.
     #[inline]
     pub fn get<V: crate::WireValue>(&self, f: Field<V>) -> V {

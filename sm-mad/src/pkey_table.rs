@@ -3,7 +3,8 @@
 //! The attribute modifier selects the block (bits 0..=15) and, on a switch, the port whose
 //! table is meant (bits 16..=23); channel adapters ignore the port.
 
-use crate::{Error, PKey, PortNum, Result, SmpAttribute, Wire};
+use crate::bits::{packet_view, wire_via_inherent};
+use crate::{Error, PKey, PortNum, Result, SmpAttribute};
 
 /// Length on the wire.
 pub const LEN: usize = 64;
@@ -85,36 +86,12 @@ impl Modifier {
     }
 }
 
-/// Zero-copy view over a P_KeyTable block.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a P_KeyTable block.
+    view WHAT, LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; a short buffer makes accessors return `None`.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 64 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Key `i` (0..32) of the block.
     pub fn entry(&self, i: usize) -> Option<PKey> {
         if i >= ENTRIES {
@@ -215,16 +192,7 @@ impl serde::Serialize for Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = WHAT;
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!(WHAT, LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::P_KEY_TABLE;

@@ -6,6 +6,7 @@
 //! apart, spread over RMPP segments (see [`crate::rmpp`]); [`records`] walks them once the
 //! payload is reassembled.
 
+use crate::bits::{packet_view, wire_via_inherent};
 use core::marker::PhantomData;
 
 use crate::bits::{Bytes, Field, wire_enum};
@@ -109,36 +110,12 @@ pub const ERR_REQ_INSUFFICIENT_COMPONENTS: MadStatus =
 /// ERR_REQ_DENIED.
 pub const ERR_REQ_DENIED: MadStatus = SaStatus::ReqDenied.to_mad_status();
 
-/// Zero-copy view over an SA MAD.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over an SA MAD.
+    view "SA MAD", LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; accessors panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 256 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: "SA MAD",
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Reads one field (of `mad::field` or `sa::field`).
     #[inline]
     pub fn get<V: crate::WireValue>(&self, f: Field<V>) -> V {
@@ -333,16 +310,7 @@ impl Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "SA MAD";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("SA MAD", LEN);
 
 /// The attribute offset (in 8-byte units) of a record of `len` bytes: its length rounded up
 /// to a multiple of 8. `None` if that does not fit 16 bits.

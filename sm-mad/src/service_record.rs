@@ -1,8 +1,9 @@
 //! ServiceRecord (IBA 15.2.5.14): a service registered with the SA. 176 bytes.
 
 use crate::attr::SaAttrId;
+use crate::bits::wire_via_inherent;
 use crate::bits::{Field, WireScalar, WireValue};
-use crate::{Bytes, Error, Gid, PKey, Result, Wire};
+use crate::{Bytes, Error, Gid, PKey, Result};
 use core::fmt;
 
 /// SA attribute id of ServiceRecord.
@@ -338,16 +339,7 @@ impl Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = "ServiceRecord";
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!("ServiceRecord", LEN);
 
 #[cfg(test)]
 mod tests {

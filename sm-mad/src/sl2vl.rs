@@ -7,9 +7,10 @@
 //! output ports") and bit 17 ("all input ports") on a Set, as OpenSM 3.3.23 sends them
 //! (0x30000 for every pair, 0x20000 | out for every input to one output).
 
+use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, PortNum, Result, Sl, SmpAttribute, Vl, Wire};
+use crate::{Error, PortNum, Result, Sl, SmpAttribute, Vl};
 
 /// Length on the wire.
 pub const LEN: usize = 8;
@@ -120,36 +121,12 @@ impl Modifier {
     }
 }
 
-/// Zero-copy view over an SLtoVLMappingTable.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over an SLtoVLMappingTable.
+    view WHAT, LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; a short buffer makes accessors return `None`.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 8 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// The VL of `sl`.
     pub fn vl(&self, sl: Sl) -> Option<Vl> {
         if sl.0 as usize >= ENTRIES {
@@ -280,16 +257,7 @@ impl serde::Serialize for Repr {
     }
 }
 
-impl Wire for Repr {
-    const NAME: &'static str = WHAT;
-    const LEN: usize = LEN;
-    fn parse(buf: &[u8]) -> Result<Self> {
-        Repr::parse(buf)
-    }
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        Repr::emit(self, buf)
-    }
-}
+wire_via_inherent!(WHAT, LEN);
 
 impl SmpAttribute for Repr {
     const ID: u16 = crate::attr::SL_TO_VL_MAPPING_TABLE;

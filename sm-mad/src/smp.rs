@@ -2,6 +2,7 @@
 //! (class 0x81). 256 bytes: the MAD header, M_Key, the DR addressing fields, 64 bytes of
 //! attribute data, and for directed route the initial and return paths.
 
+use crate::bits::packet_view;
 use crate::bits::{Bytes, Field, set_bits};
 use crate::mad::{self, BASE_VERSION, MadStatus, Method, MgmtClass};
 use crate::{Error, Lid, MAD_LEN, Result, Tid, Wire};
@@ -76,36 +77,12 @@ pub mod field {
     ];
 }
 
-/// Zero-copy view over an SMP.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over an SMP.
+    view "SMP", LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; accessors panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 256 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: "SMP",
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Reads one field (of `mad::field` or `smp::field`).
     #[inline]
     pub fn get<V: crate::WireValue>(&self, f: Field<V>) -> V {

@@ -5,6 +5,7 @@
 //! VLArbitrationLowCap / HighCap), so the attribute modifier names one of four 32-entry
 //! blocks (bits 16..=31) and, on a switch, the port (bits 0..=7).
 
+use crate::bits::packet_view;
 use crate::{Error, PortNum, Result, SmpAttribute, Vl, Wire};
 
 /// Length on the wire.
@@ -180,36 +181,12 @@ const FIELDS: [(&str, usize, usize); 2 * ENTRIES] = {
     f
 };
 
-/// Zero-copy view over a VLArbitrationTable block.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a VLArbitrationTable block.
+    view WHAT, LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking it; a short buffer makes accessors return `None`.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer of at least 64 bytes.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Entry `i` (0..32) of the block.
     pub fn entry(&self, i: usize) -> Option<Entry> {
         if i >= ENTRIES {
