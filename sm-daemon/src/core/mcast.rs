@@ -16,7 +16,7 @@ use sm_mad::{Guid, Lid, Method, attr, mft, port_info, switch_info};
 use sm_routing::mcast::SwitchMft;
 use sm_routing::{McastPlanner, Mfts, Topo, TreeOrder};
 
-use super::{Nanos, Purpose, Sm};
+use super::{Nanos, PlannedSet, Purpose, Sm};
 
 /// MulticastFDBTop of a switch that holds no group: below every MLID.
 const NO_MLID_TOP: Lid = Lid(0xBFFF);
@@ -154,7 +154,7 @@ impl Sm {
             return 0;
         };
         let diff = want.diff(&self.mcast.held);
-        let mut sets: Vec<(Purpose, u16, u32, Vec<u8>, [u8; 64])> = Vec::new();
+        let mut sets: Vec<PlannedSet> = Vec::new();
         for u in &diff.blocks {
             let Some(sw) = self.mcast.switches.get(&u.guid) else {
                 continue;
