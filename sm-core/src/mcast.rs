@@ -643,6 +643,14 @@ impl McRegistry {
         &self.config
     }
 
+    /// Replaces the settings (the subnet's prefix, timeout or QoS changed): groups already
+    /// there keep their parameters; the MLID capacity is applied as
+    /// [`McRegistry::set_mlid_capacity`] does. Returns the groups beyond the capacity.
+    pub fn set_config(&mut self, config: McConfig) -> Vec<Gid> {
+        self.config = config;
+        self.set_mlid_capacity(config.mlid_capacity)
+    }
+
     /// Sets the MLID capacity (the switches' smallest MulticastFDBCap); returns the groups
     /// whose MLID is now beyond it (they stay; the caller decides).
     pub fn set_mlid_capacity(&mut self, capacity: u16) -> Vec<Gid> {

@@ -1505,3 +1505,486 @@ proptest::proptest! {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Multicast groups, services and event subscriptions.
+
+use sm_mad::mcmember_record::{self as mcr, JoinState};
+use sm_mad::{inform_info, inform_info_record, notice, service_record};
+
+impl Fixture {
+    /// Asks from another endpoint than the fixture's client.
+    fn ask_as(&mut self, ep: EndpointId, req: sa::Repr) -> Answer {
+        let client = std::mem::replace(&mut self.client, ep);
+        let a = self.ask(req);
+        self.client = client;
+        a
+    }
+
+    /// A client endpoint on every linked CA port but the SM's, with its port GUID and LID.
+    fn members(&mut self) -> Vec<(EndpointId, Guid, Lid)> {
+        let ports: Vec<PortIdx> = ca_ports(&self.orig).into_iter().skip(1).collect();
+        ports
+            .into_iter()
+            .map(|p| {
+                let ep = if p == self.client_port {
+                    self.client
+                } else {
+                    self.d.sim.attach(p)
+                };
+                let port = self.d.sim.port(p);
+                (ep, self.orig.port(p).guid, port.info.lid)
+            })
+            .collect()
+    }
+
+    /// Runs the fabric for `ns` of virtual time.
+    fn run_for(&mut self, ns: u64) {
+        let until = self.d.now() + ns;
+        self.d.advance_to(until);
+    }
+
+    /// The CA port GUIDs a multicast packet from `src` reaches.
+    fn mcast_reach(&self, src: Lid, mlid: Lid) -> Vec<Guid> {
+        let m = self.d.sim.trace_multicast(src, mlid).unwrap();
+        assert!(m.drops.is_empty(), "{:?}", m.drops);
+        let mut g: Vec<Guid> = m.reached_guids.iter().map(|&(g, _)| g).collect();
+        g.sort();
+        g
+    }
+}
+
+fn set(attr: u16, mask: u64, rec: &impl Wire) -> sa::Repr {
+    sa::Repr {
+        method: Method::Set,
+        ..get(attr, mask, rec)
+    }
+}
+
+fn delete(attr: u16, mask: u64, rec: &impl Wire) -> sa::Repr {
+    sa::Repr {
+        method: Method::Delete,
+        ..get(attr, mask, rec)
+    }
+}
+
+fn port_gid(guid: Guid) -> Gid {
+    Gid::new(0xfe80_0000_0000_0000, guid)
+}
+
+fn join_rec(mgid: Gid, guid: Guid, state: JoinState) -> mcr::Repr {
+    mcr::Repr {
+        mgid,
+        port_gid: port_gid(guid),
+        q_key: 0x1234,
+        p_key: PKey(0xffff),
+        join_state: state,
+        ..mcr::Repr::default()
+    }
+}
+
+#[test]
+fn multicast_joins_program_trees_the_fabric_delivers_to_members_only() {
+    let fabric = sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+        sm_core::generate::FatTree2::new(8),
+    ))
+    .unwrap();
+    let mut fx = Fixture::up(fabric, Params::default(), SimConfig::default());
+    let members = fx.members();
+    assert!(members.len() >= 8);
+
+    // The default partition's IPoIB broadcast group exists from the start, with no member.
+    let bcast = mcr::ipoib_broadcast_mgid(PKey(0xffff), mcr::Scope::LinkLocal);
+    let groups = fx.ask(table(mcr::ATTR_ID, 0, &mcr::Repr::default()));
+    assert_eq!(groups.status(), MadStatus::OK);
+    let recs: Vec<mcr::Repr> = groups.records();
+    assert!(recs.iter().any(|r| r.mgid == bcast), "{recs:?}");
+
+    // The first member creates a group with an MGID the SA assigns.
+    let (ep0, g0, lid0) = members[0];
+    let create = fx.ask_as(
+        ep0,
+        set(
+            mcr::ATTR_ID,
+            sm_core::mcast::CREATE_COMPS,
+            &join_rec(Gid::default(), g0, JoinState::FULL_MEMBER),
+        ),
+    );
+    assert_eq!(create.status(), MadStatus::OK);
+    let created: mcr::Repr = create.records()[0];
+    assert_eq!(created.mgid.0[0], 0xff, "an assigned multicast GID");
+    assert!(created.mlid.is_multicast());
+    let (mgid, mlid) = (created.mgid, created.mlid);
+
+    // Three more full members, one non-member, one send-only member.
+    let full = [0usize, 1, 3, 5];
+    for &i in &full[1..] {
+        let (ep, g, _) = members[i];
+        let a = fx.ask_as(
+            ep,
+            set(
+                mcr::ATTR_ID,
+                sm_core::mcast::JOIN_COMPS,
+                &join_rec(mgid, g, JoinState::FULL_MEMBER),
+            ),
+        );
+        assert_eq!(a.status(), MadStatus::OK, "join of member {i}");
+        assert_eq!(a.records::<mcr::Repr>()[0].mlid, mlid);
+    }
+    let (ep6, g6, _) = members[6];
+    let a = fx.ask_as(
+        ep6,
+        set(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(mgid, g6, JoinState::NON_MEMBER),
+        ),
+    );
+    assert_eq!(a.status(), MadStatus::OK);
+    let (ep7, g7, lid7) = members[7];
+    let a = fx.ask_as(
+        ep7,
+        set(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(mgid, g7, JoinState::SEND_ONLY_NON_MEMBER),
+        ),
+    );
+    assert_eq!(a.status(), MadStatus::OK);
+    fx.settle();
+
+    // Every receiving member but the sender gets one copy; no one else does.
+    let mut receivers: Vec<Guid> = full.iter().map(|&i| members[i].1).collect();
+    receivers.push(g6);
+    receivers.sort();
+    let without =
+        |g: Guid| -> Vec<Guid> { receivers.iter().copied().filter(|&x| x != g).collect() };
+    assert_eq!(fx.mcast_reach(lid0, mlid), without(g0));
+    assert_eq!(
+        fx.mcast_reach(lid7, mlid),
+        receivers,
+        "a send-only member sends"
+    );
+    let m = fx.d.sim.trace_multicast(lid0, mlid).unwrap();
+    assert_eq!(m.reached.len(), receivers.len() - 1, "one copy each");
+
+    // Switches on the tree have MulticastFDBTop at the group's MLID; the others say they
+    // hold no group.
+    let tops: Vec<Lid> = fx
+        .orig
+        .switches()
+        .map(|n| {
+            fx.d.sim
+                .node(n)
+                .switch
+                .as_ref()
+                .unwrap()
+                .info
+                .multicast_fdb_top
+        })
+        .collect();
+    assert!(
+        tops.iter().all(|&t| t == mlid || t == Lid(0xBFFF)),
+        "{tops:?}"
+    );
+    assert!(tops.contains(&mlid));
+
+    // The MFTRecords show the masks the switches hold.
+    let mfts = fx.ask(table(mft_record::ATTR_ID, 0, &mft_record::Repr::default()));
+    let recs: Vec<mft_record::Repr> = mfts.records();
+    assert!(!recs.is_empty());
+    assert!(recs.iter().all(|r| r.block_num == (mlid.0 - 0xC000) / 32));
+
+    // A PathRecord to the group carries its MLID.
+    use path_record::comp;
+    let q = path_record::Repr {
+        dgid: mgid,
+        sgid: port_gid(g0),
+        ..Default::default()
+    };
+    let p: path_record::Repr = fx
+        .ask_as(ep0, get(path_record::ATTR_ID, comp::DGID | comp::SGID, &q))
+        .records()[0];
+    assert_eq!(p.dlid, mlid);
+
+    // A leave: that member gets nothing any more; only the changed blocks are sent.
+    let before = fx.d.sm.sa().mcast().get(&mgid).unwrap().len();
+    let (ep3, g3, _) = members[3];
+    let a = fx.ask_as(
+        ep3,
+        delete(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(mgid, g3, JoinState::FULL_MEMBER),
+        ),
+    );
+    assert_eq!(a.status(), MadStatus::OK);
+    fx.settle();
+    assert_eq!(fx.d.sm.sa().mcast().get(&mgid).unwrap().len(), before - 1);
+    receivers.retain(|&g| g != g3);
+    assert_eq!(fx.mcast_reach(lid7, mlid), receivers);
+
+    // A port cannot leave for another one without sharing... itself, it can: but not
+    // with bits it does not hold.
+    let a = fx.ask_as(
+        ep6,
+        delete(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(mgid, g6, JoinState::FULL_MEMBER),
+        ),
+    );
+    assert_eq!(a.status(), sa::ERR_REQ_INVALID);
+
+    // The last full members leave: the group is gone and no switch forwards its MLID.
+    for &i in &[0usize, 1, 5] {
+        let (ep, g, _) = members[i];
+        let a = fx.ask_as(
+            ep,
+            delete(
+                mcr::ATTR_ID,
+                sm_core::mcast::JOIN_COMPS,
+                &join_rec(mgid, g, JoinState::FULL_MEMBER),
+            ),
+        );
+        assert_eq!(a.status(), MadStatus::OK);
+    }
+    fx.settle();
+    assert!(fx.d.sm.sa().mcast().get(&mgid).is_none());
+    let m = fx.d.sim.trace_multicast(lid7, mlid).unwrap();
+    assert!(m.reached.is_empty(), "{:?}", m.reached_guids);
+    let mfts = fx.ask(table(mft_record::ATTR_ID, 0, &mft_record::Repr::default()));
+    assert_eq!(mfts.payload.len(), 0, "no MFT entry left");
+    assert!(
+        fx.orig.switches().all(|n| fx
+            .d
+            .sim
+            .node(n)
+            .switch
+            .as_ref()
+            .unwrap()
+            .info
+            .multicast_fdb_top
+            == Lid(0xBFFF)),
+        "no switch holds a group"
+    );
+}
+
+#[test]
+fn multicast_trees_are_reprogrammed_after_a_link_fails() {
+    let fabric = sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+        sm_core::generate::FatTree2::new(8),
+    ))
+    .unwrap();
+    let mut fx = Fixture::up(fabric, Params::default(), SimConfig::default());
+    let members = fx.members();
+    let bcast = mcr::ipoib_broadcast_mgid(PKey(0xffff), mcr::Scope::LinkLocal);
+    let mut joined = Vec::new();
+    for &(ep, g, _) in members.iter().step_by(3) {
+        let a = fx.ask_as(
+            ep,
+            set(
+                mcr::ATTR_ID,
+                sm_core::mcast::JOIN_COMPS,
+                &join_rec(bcast, g, JoinState::FULL_MEMBER),
+            ),
+        );
+        assert_eq!(a.status(), MadStatus::OK);
+        joined.push(g);
+    }
+    joined.sort();
+    let mlid = fx.d.sm.sa().mcast().get(&bcast).unwrap().mlid;
+    fx.settle();
+    let src = members[0].2;
+    let others: Vec<Guid> = joined
+        .iter()
+        .copied()
+        .filter(|&g| g != members[0].1)
+        .collect();
+    assert_eq!(fx.mcast_reach(src, mlid), others);
+
+    // Take down an inter-switch link the tree uses: the SM's heavy sweep rebuilds it.
+    let m = fx.d.sim.trace_multicast(src, mlid).unwrap();
+    assert!(m.links > 0);
+    let sw_link = fx
+        .orig
+        .ports()
+        .iter()
+        .enumerate()
+        .find(|(_, p)| {
+            p.remote.is_some_and(|r| {
+                fx.orig.node(p.node).kind == NodeKind::Switch
+                    && fx.orig.node(fx.orig.port(r).node).kind == NodeKind::Switch
+            })
+        })
+        .map(|(i, _)| PortIdx(i as u32))
+        .unwrap();
+    fx.d.sim.link_down(sw_link);
+    fx.d.run_until(
+        60_000_000_000,
+        |e| matches!(e, Event::SweepDone(r) if r.subnet_up && r.sweep > 1),
+    )
+    .expect("a heavy sweep after the trap");
+    fx.settle();
+    assert_eq!(fx.mcast_reach(src, mlid), others);
+}
+
+#[test]
+fn service_records_register_query_delete_and_expire() {
+    let mut fx = Fixture::small();
+    let members = fx.members();
+    let (ep, g, _) = members[0];
+    use service_record::comp;
+    let rec = service_record::Repr {
+        service_id: service_record::ServiceId(0x1000_0000_0000_0042),
+        service_gid: port_gid(g),
+        service_p_key: PKey(0xffff),
+        service_lease: service_record::Lease(30),
+        service_name: service_record::ServiceName::new("storage"),
+        ..service_record::Repr::default()
+    };
+    let mask = comp::SERVICE_ID
+        | comp::SERVICE_GID
+        | comp::SERVICE_P_KEY
+        | comp::SERVICE_LEASE
+        | comp::SERVICE_NAME;
+    let a = fx.ask_as(ep, set(service_record::ATTR_ID, mask, &rec));
+    assert_eq!(a.status(), MadStatus::OK);
+    assert_eq!(fx.d.sm.sa().services(), 1);
+
+    // Another port finds it by name.
+    let q = service_record::Repr {
+        service_name: rec.service_name,
+        ..service_record::Repr::default()
+    };
+    let found = fx.ask(get(service_record::ATTR_ID, comp::SERVICE_NAME, &q));
+    assert_eq!(found.status(), MadStatus::OK);
+    let r: service_record::Repr = found.records()[0];
+    assert_eq!(
+        (r.service_id, r.service_gid),
+        (rec.service_id, rec.service_gid)
+    );
+
+    // Registering without ServiceGID is refused.
+    let a = fx.ask_as(ep, set(service_record::ATTR_ID, comp::SERVICE_ID, &rec));
+    assert_eq!(a.status(), sa::ERR_REQ_INVALID);
+
+    // Delete, then it is gone; a second delete finds nothing.
+    let a = fx.ask_as(ep, delete(service_record::ATTR_ID, mask, &rec));
+    assert_eq!(a.status(), MadStatus::OK);
+    assert_eq!(fx.d.sm.sa().services(), 0);
+    let a = fx.ask_as(ep, delete(service_record::ATTR_ID, mask, &rec));
+    assert_eq!(a.status(), sa::ERR_NO_RECORDS);
+
+    // The lease runs out in virtual time.
+    let a = fx.ask_as(ep, set(service_record::ATTR_ID, mask, &rec));
+    assert_eq!(a.status(), MadStatus::OK);
+    fx.run_for(20_000_000_000);
+    assert_eq!(fx.d.sm.sa().services(), 1, "the lease has 10 s left");
+    fx.run_for(11_000_000_000);
+    assert_eq!(fx.d.sm.sa().services(), 0, "the lease ran out");
+    let gone = fx.ask(get(service_record::ATTR_ID, comp::SERVICE_NAME, &q));
+    assert_eq!(gone.status(), sa::ERR_NO_RECORDS);
+}
+
+#[test]
+fn subscribers_get_reports_of_traps_until_they_answer() {
+    let mut fx = Fixture::small();
+    let client_lid = fx.client_lid();
+    // Subscribe to trap 128 from every LID.
+    let ii = inform_info::Repr {
+        lid_range_begin: inform_info::ALL_LIDS,
+        is_generic: true,
+        subscribe: true,
+        r#type: inform_info::NoticeType::All,
+        trap_number: notice::trap::LINK_STATE_CHANGE,
+        producer_type: 0xFF_FFFF,
+        ..inform_info::Repr::default()
+    };
+    let a = fx.ask(set(inform_info::ATTR_ID, 0, &ii));
+    assert_eq!(a.status(), MadStatus::OK);
+    assert_eq!(fx.d.sm.sa().subscriptions(), 1);
+    let listed = fx.ask(table(
+        inform_info_record::ATTR_ID,
+        0,
+        &inform_info_record::Repr::default(),
+    ));
+    let recs: Vec<inform_info_record::Repr> = listed.records();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].inform_info.trap_number, 128);
+
+    // A link between the switches goes down: its switches trap, the SA reports.
+    let f = fx.orig.clone();
+    let s1 = node(&f, "Switch1");
+    let p3 = f.port_of(s1, 3).unwrap();
+    fx.d.sim.link_down(p3);
+    let mut reports = Vec::new();
+    let deadline = fx.d.now() + 5_000_000_000;
+    while fx.d.now() < deadline && reports.is_empty() {
+        if !fx.d.step() {
+            break;
+        }
+        while let Some(m) = fx.d.sim.recv(fx.client) {
+            let h = sa::Repr::parse(&m.mad).unwrap();
+            if h.method == Method::Report {
+                reports.push((h, m.mad.clone()));
+            }
+        }
+    }
+    let (h, mad) = reports.first().cloned().expect("a Report");
+    assert_eq!(h.attr_id, sm_mad::attr::NOTICE);
+    let n = notice::Repr::parse(&mad[56..]).unwrap();
+    assert_eq!(n.trap_number(), Some(notice::trap::LINK_STATE_CHANGE));
+    assert!(n.issuer_gid.is_some_and(|g| g != Gid::default()));
+
+    // Unanswered, it comes again; answered, it stops.
+    let mut again = None;
+    let deadline = fx.d.now() + 5_000_000_000;
+    while fx.d.now() < deadline && again.is_none() {
+        if !fx.d.step() {
+            break;
+        }
+        while let Some(m) = fx.d.sim.recv(fx.client) {
+            let r = sa::Repr::parse(&m.mad).unwrap();
+            if r.method == Method::Report {
+                again = Some(r);
+            }
+        }
+    }
+    let again = again.expect("the Report is sent again");
+    assert_eq!(again.attr_id, sm_mad::attr::NOTICE);
+    // Answer every Report (both switches of the link trapped): none stays in flight.
+    let deadline = fx.d.now() + 10_000_000_000;
+    while fx.d.now() < deadline {
+        if !fx.d.step() {
+            break;
+        }
+        while let Some(m) = fx.d.sim.recv(fx.client) {
+            let mut r = sa::Repr::parse(&m.mad).unwrap();
+            if r.method == Method::Report {
+                r.method = Method::ReportResp;
+                fx.d.sim
+                    .send(fx.client, fx.sm_lid, &r.to_bytes().unwrap())
+                    .unwrap();
+            }
+        }
+    }
+    let st = fx.d.sm.sa().report_stats();
+    assert!(st.acked >= 1 && st.resent >= 1, "{st:?}");
+    assert_eq!(fx.d.sm.sa().reports_in_flight(), 0, "{st:?}");
+    assert_eq!(st.lost, 0, "{st:?}");
+    assert!(client_lid.0 != 0);
+
+    // Unsubscribe, naming the QP subscribed from (as with OpenSM).
+    let off = inform_info::Repr {
+        subscribe: false,
+        qpn: 1,
+        ..ii
+    };
+    let wrong_qp = inform_info::Repr { qpn: 7, ..off };
+    let a = fx.ask(set(inform_info::ATTR_ID, 0, &wrong_qp));
+    assert_eq!(a.status(), sa::ERR_REQ_INVALID);
+    let a = fx.ask(set(inform_info::ATTR_ID, 0, &off));
+    assert_eq!(a.status(), MadStatus::OK);
+    assert_eq!(fx.d.sm.sa().subscriptions(), 0);
+}

@@ -122,8 +122,9 @@ impl Agent<'_> {
         if set {
             let new = switch_info::Repr::parse(data).map_err(|_| MadStatus::INVALID_FIELD)?;
             if new.linear_fdb_top.0 >= LFT_CAP
-                || (new.multicast_fdb_top.0 != 0
-                    && !(0xC000..0xC000 + MFT_CAP).contains(&new.multicast_fdb_top.0))
+                || !(new.multicast_fdb_top.0 == 0
+                    || new.multicast_fdb_top.0 == 0xBFFF
+                    || (0xC000..0xC000 + MFT_CAP).contains(&new.multicast_fdb_top.0))
             {
                 return Err(MadStatus::INVALID_FIELD);
             }

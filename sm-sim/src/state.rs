@@ -126,6 +126,7 @@ fn switch_port0_capabilities() -> u32 {
         | cap::IS_SL_MAPPING_SUPPORTED
         | cap::IS_SYSTEM_IMAGE_GUID_SUPPORTED
         | cap::IS_VENDOR_CLASS_SUPPORTED
+        | cap::IS_MULTICAST_FDB_TOP_SUPPORTED
 }
 
 /// PortInfo of a port straight after power-up, before any SM.

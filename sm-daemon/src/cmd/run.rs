@@ -562,7 +562,14 @@ async fn drive_umad(
         while let Some(t) = sm.poll_transmit_at(now()) {
             let out = match t.gsi {
                 // An SA answer, back to the requester's QP.
-                Some(to) => Outgoing::gsi(t.dlid, to.qpn, to.sl, to.pkey_index, t.mad),
+                Some(to) => {
+                    let mut o = Outgoing::gsi(t.dlid, to.qpn, to.sl, to.pkey_index, t.mad);
+                    // A Report: the kernel matches its ReportResp only to a send with a timeout.
+                    if t.expects_response {
+                        o.timeout_ms = req_timeout_ms;
+                    }
+                    o
+                }
                 None => {
                     let timeout = if t.expects_response {
                         req_timeout_ms

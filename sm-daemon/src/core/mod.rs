@@ -13,6 +13,7 @@
 //! every port ARMED and ACTIVE) -> subnet up. Light sweeps poll SwitchInfo.PortStateChange;
 //! a trap or a change starts a heavy sweep.
 
+mod mcast;
 mod requests;
 
 use std::collections::{HashMap, VecDeque};
@@ -25,7 +26,7 @@ use sm_core::qos::{self, PortKind, QosOptions};
 use sm_mad::port_info::{self, Mtu, PhysPortState, PortState, VlCap};
 use sm_mad::smp::{self, Route};
 use sm_mad::{
-    Guid, Lid, MadStatus, Method, MgmtClass, PortNum, Tid, attr, lft, mad, node_description,
+    Guid, Lid, MadStatus, Method, MgmtClass, PortNum, Tid, attr, lft, mad, mft, node_description,
     node_info, notice, sl2vl, switch_info, vl_arb,
 };
 use sm_routing::{Options as RouteOptions, Topo};
@@ -127,6 +128,8 @@ pub struct SweepReport {
     pub port_info_sets: u64,
     pub switch_info_sets: u64,
     pub lft_blocks_sent: u64,
+    /// MFT blocks sent (this sweep, and joins and leaves since the previous one).
+    pub mft_blocks_sent: u64,
     pub pkey_blocks_sent: u64,
     pub qos_sets: u64,
     pub port_state_sets: u64,
@@ -238,6 +241,16 @@ enum Purpose {
         data: [u8; 64],
     },
     LightSwitchInfo,
+    /// One MFT block (between sweeps too: the switch is named by GUID).
+    SetMft {
+        guid: Guid,
+        modifier: mft::Modifier,
+        block: mft::Repr,
+    },
+    SetMcastTop {
+        guid: Guid,
+        top: Lid,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -261,6 +274,8 @@ enum Stage {
     Tables,
     Armed,
     Active,
+    /// Multicast trees, once the ports are up and the SA has its snapshot.
+    Mcast,
 }
 
 #[derive(Debug)]
@@ -320,6 +335,8 @@ pub struct Sm {
     pkey_tables: Option<PKeyTables>,
     /// The subnet administrator.
     sa: sa::Server,
+    /// Multicast tables wanted and held.
+    mcast: mcast::McastState,
 }
 
 fn dr(tid: Tid, method: Method, attr_id: u16, attr_mod: u32, path: &[u8]) -> Option<smp::Repr> {
@@ -357,6 +374,7 @@ impl Sm {
             own_guid: Guid(0),
             up: false,
             pkey_tables: None,
+            mcast: mcast::McastState::default(),
         }
     }
 
@@ -429,7 +447,7 @@ impl Sm {
         Some(Transmit {
             dlid: r.to.lid,
             mad: r.mad,
-            expects_response: false,
+            expects_response: r.expects_response,
             gsi: Some(r.to),
         })
     }
@@ -490,6 +508,7 @@ impl Sm {
             // Subnet administration, whatever else is wrong with it: the SA answers.
             self.sa.set_act_count(self.reqs.counts.sent as u32);
             self.sa.handle_mad(now, from, buf);
+            self.mcast_between_sweeps(now);
             return;
         }
         let Ok(hdr) = mad::Repr::parse(buf) else {
@@ -561,7 +580,6 @@ impl Sm {
         let Some(f) = &self.fabric else {
             return self.begin_heavy(now);
         };
-        self.reqs.clear();
         self.phase = Phase::Light { changed: false };
         let switches: Vec<Lid> = f
             .switches()
@@ -641,6 +659,8 @@ impl Sm {
                     if changed || self.resweep {
                         self.begin_heavy(now);
                     } else {
+                        // Blocks lost since the last change go out again.
+                        self.sync_mcast(now, false);
                         self.schedule_light(now);
                     }
                     continue;
@@ -669,9 +689,17 @@ impl Sm {
                             Some(Stage::Armed)
                         }
                         Stage::Armed => Some(Stage::Active),
-                        Stage::Active => None,
+                        Stage::Active => Some(Stage::Mcast),
+                        Stage::Mcast => None,
                     };
                     match next {
+                        Some(Stage::Mcast) => {
+                            self.install_sa_db(now, &p);
+                            self.remember_switches(&p);
+                            p.stage = Stage::Mcast;
+                            self.phase = Phase::Program(p);
+                            self.sync_mcast(now, true);
+                        }
                         Some(s) => {
                             p.stage = s;
                             self.phase = Phase::Program(p);
@@ -679,7 +707,6 @@ impl Sm {
                         }
                         None => {
                             self.report.programming_ns = now - self.phase_at;
-                            self.install_sa_db(&p);
                             self.finish(now);
                         }
                     }
@@ -736,6 +763,8 @@ impl Sm {
             self.begin_heavy(now);
         } else {
             self.schedule_light(now);
+            // Joins and leaves that came during the sweep.
+            self.sync_mcast(now, false);
         }
     }
 
@@ -743,6 +772,18 @@ impl Sm {
     // Answers.
 
     fn on_answer(&mut self, now: Nanos, purpose: Purpose, s: &smp::Repr) {
+        if matches!(
+            purpose,
+            Purpose::SetMft { .. } | Purpose::SetMcastTop { .. }
+        ) {
+            self.on_mcast_answer(&purpose, s.status == MadStatus::OK);
+            if s.status != MadStatus::OK && matches!(self.phase, Phase::Program(_)) {
+                self.report
+                    .errors
+                    .push(format!("{:?}: status {:#06x}", purpose, s.status.0));
+            }
+            return;
+        }
         if let (Purpose::SetPortState { node, port, want }, Phase::Program(p)) =
             (&purpose, &self.phase)
         {
@@ -1286,6 +1327,7 @@ impl Sm {
             Stage::Tables => &[Stage::Tables],
             Stage::Armed => &[Stage::Armed],
             Stage::Active => &[Stage::Active],
+            Stage::Mcast => &[],
         };
         for &part in parts {
             match part {
@@ -1333,6 +1375,7 @@ impl Sm {
                         if self.top_shadow.get(&guid) != Some(&si.linear_fdb_top) {
                             self.lft_shadow.remove(&guid);
                             self.table_shadow.retain(|k, _| k.0 != guid);
+                            self.mcast.forget(guid);
                         }
                         si.linear_fdb_top = p.max_lid;
                         si.life_time_value = self.p.switch_life_time;
@@ -1403,6 +1446,7 @@ impl Sm {
                         ));
                     }
                 }
+                Stage::Mcast => {}
                 Stage::Armed | Stage::Active => {
                     let (from, to) = if part == Stage::Armed {
                         (PortState::Init, PortState::Armed)
@@ -1526,7 +1570,7 @@ impl Sm {
 
     /// Hands the SA a snapshot of the subnet as this sweep left it: the model, the tables,
     /// and every attribute as the nodes last reported it (see [`sa::Db`]).
-    fn install_sa_db(&mut self, p: &Program) {
+    fn install_sa_db(&mut self, now: Nanos, p: &Program) {
         let (Some(f), Some(lfts)) = (&self.fabric, &self.lfts) else {
             return;
         };
@@ -1594,7 +1638,31 @@ impl Sm {
         for part in &self.p.partitions.partitions {
             db.set_partition_sl(part.pkey, part.effective_sl(self.p.qos.enabled).0);
         }
-        self.sa.set_db(db.finish());
+        self.sa.install(now, db.finish(), &self.p.partitions);
+    }
+
+    /// Keeps each switch's route and SwitchInfo for multicast changes between sweeps.
+    fn remember_switches(&mut self, p: &Program) {
+        self.mcast.switches.clear();
+        for n in &p.disc.nodes {
+            let Some(si) = n.switch_info else { continue };
+            let port0 = n.ports.first().and_then(|d| d.info.as_ref());
+            let guid = n.info.node_guid;
+            self.mcast.switches.insert(
+                guid,
+                mcast::switch_addr(&n.path, si, n.info.num_ports, port0),
+            );
+            // What the switch reported is what it holds, until we set it.
+            self.mcast.top_held.insert(guid, si.multicast_fdb_top);
+        }
+    }
+
+    /// After an SA request: a join or leave that changed a tree is programmed now, unless a
+    /// heavy sweep is under way (it recomputes every group at its end).
+    fn mcast_between_sweeps(&mut self, now: Nanos) {
+        if matches!(self.phase, Phase::Idle | Phase::Light { .. }) && self.up {
+            self.sync_mcast(now, false);
+        }
     }
 
     // ---------------------------------------------------------------------------------
@@ -1624,6 +1692,9 @@ impl Sm {
             }
         }
         tracing::info!(issuer = %slid, trap_number, "trap");
+        if let Ok(n) = s.attribute::<notice::Repr>() {
+            self.sa.report_trap(now, slid, s.tid, n);
+        }
         self.events.push_back(Event::Trap {
             issuer: slid,
             trap_number,

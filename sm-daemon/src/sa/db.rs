@@ -434,6 +434,11 @@ impl Db {
         self.vlarb.insert((port.0, block), table);
     }
 
+    /// Forgets every MFT block of a switch.
+    pub fn clear_mft(&mut self, switch: NodeIdx) {
+        self.mft.retain(|&(n, _, _), _| n != switch.0);
+    }
+
     /// One MFT block (for MulticastForwardingTableRecord).
     pub fn set_mft(&mut self, switch: NodeIdx, block: u16, position: u8, table: mft::Repr) {
         self.mft.insert((switch.0, block, position), table);

@@ -12,9 +12,9 @@
 use std::sync::OnceLock;
 
 use sm_mad::{
-    lft_record, link_record, mft_record, multipath_record, node_info, node_record, path_record,
-    pkey_table_record, port_info, port_info_record, sl2vl_record, sm_info, sm_info_record,
-    switch_info, switch_info_record, vl_arb_record,
+    lft_record, link_record, mcmember_record, mft_record, multipath_record, node_info, node_record,
+    path_record, pkey_table_record, port_info, port_info_record, sl2vl_record, sm_info,
+    sm_info_record, switch_info, switch_info_record, vl_arb_record,
 };
 
 /// One component: bit offset and width within the record.
@@ -127,6 +127,9 @@ pub(crate) enum Rec {
     Path,
     VlArb,
     MultiPath,
+    McMember,
+    Service,
+    InformInfoRecord,
 }
 
 struct Layouts {
@@ -143,6 +146,9 @@ struct Layouts {
     path: Layout,
     vlarb: Layout,
     multipath: Layout,
+    mcmember: Layout,
+    service: Layout,
+    inform_info_record: Layout,
 }
 
 fn layouts() -> &'static Layouts {
@@ -233,6 +239,51 @@ fn layouts() -> &'static Layouts {
                 &[],
                 multipath_record::HEADER_LEN * 8,
             ),
+            mcmember: build(
+                &[(0, mcmember_record::field::ALL)],
+                &[],
+                mcmember_record::LEN * 8,
+            ),
+            // Every ServiceData entry is a component of its own.
+            service: Layout {
+                comps: [
+                    (0, 64),
+                    (64, 128),
+                    (192, 16),
+                    (208, 16),
+                    (224, 32),
+                    (256, 128),
+                ]
+                .into_iter()
+                .chain([(384, 512)])
+                .chain((0..16).map(|i| (896 + 8 * i, 8)))
+                .chain((0..8).map(|i| (1024 + 16 * i, 16)))
+                .chain((0..4).map(|i| (1152 + 32 * i, 32)))
+                .chain((0..2).map(|i| (1280 + 64 * i, 64)))
+                .collect(),
+            },
+            // SubscriberGID, Enum, reserved, then InformInfo's fields (at bit 192) with its
+            // reserved gaps, as the specification numbers the components.
+            inform_info_record: Layout {
+                comps: vec![
+                    (0, 128),
+                    (128, 16),
+                    (144, 48),
+                    (192, 128),
+                    (320, 16),
+                    (336, 16),
+                    (352, 16),
+                    (368, 8),
+                    (376, 8),
+                    (384, 16),
+                    (400, 16),
+                    (416, 24),
+                    (440, 3),
+                    (443, 5),
+                    (448, 8),
+                    (456, 24),
+                ],
+            },
         }
     })
 }
@@ -254,6 +305,9 @@ pub(crate) fn layout(r: Rec) -> &'static Layout {
         Rec::Path => &l.path,
         Rec::VlArb => &l.vlarb,
         Rec::MultiPath => &l.multipath,
+        Rec::McMember => &l.mcmember,
+        Rec::Service => &l.service,
+        Rec::InformInfoRecord => &l.inform_info_record,
     }
 }
 
@@ -337,6 +391,27 @@ mod tests {
         at(Rec::MultiPath, mp::comp::FLOW_LABEL, 4, 20);
         at(Rec::MultiPath, mp::comp::SGID_COUNT, 120, 8);
         at(Rec::MultiPath, mp::comp::SERVICE_ID_56LSB, 136, 56);
+
+        use sm_mad::{inform_info_record as ii, mcmember_record as mc, service_record as sr};
+        at(Rec::McMember, mc::comp::PORT_GID, 128, 128);
+        at(Rec::McMember, mc::comp::MTU, 306, 6);
+        at(Rec::McMember, mc::comp::FLOW_LABEL, 356, 20);
+        at(Rec::McMember, mc::comp::PROXY_JOIN, 392, 1);
+        assert_eq!(layout(Rec::McMember).comps.len(), 18);
+        at(Rec::Service, sr::comp::SERVICE_P_KEY, 192, 16);
+        at(Rec::Service, sr::comp::SERVICE_LEASE, 224, 32);
+        at(Rec::Service, sr::comp::SERVICE_NAME, 384, 512);
+        at(Rec::Service, sr::comp::service_data8(15), 896 + 120, 8);
+        at(Rec::Service, sr::comp::service_data16(0), 1024, 16);
+        at(Rec::Service, sr::comp::service_data32(3), 1152 + 96, 32);
+        at(Rec::Service, sr::comp::service_data64(1), 1344, 64);
+        assert_eq!(layout(Rec::Service).comps.len(), 37);
+        at(Rec::InformInfoRecord, ii::comp::ENUM, 128, 16);
+        at(Rec::InformInfoRecord, ii::comp::GID, 192, 128);
+        at(Rec::InformInfoRecord, ii::comp::IS_GENERIC, 368, 8);
+        at(Rec::InformInfoRecord, ii::comp::TRAP_NUMBER, 400, 16);
+        at(Rec::InformInfoRecord, ii::comp::RESP_TIME_VALUE, 443, 5);
+        at(Rec::InformInfoRecord, ii::comp::PRODUCER_TYPE, 456, 24);
     }
 
     #[test]

@@ -38,24 +38,30 @@
 //! RMPP Active, then every record) and receives requests already reassembled.
 
 mod db;
+mod inform;
 mod mask;
+mod mcast;
 mod path;
 mod records;
+mod service;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
+use sm_core::mcast::{McConfig, McEvent, McNotice, McRegistry};
+use sm_core::partitions::Partitions;
 use sm_mad::mad::{self, MadStatus, Method, MgmtClass};
 use sm_mad::rmpp::{
     self, ReceiverState, RmppFlags, RmppReceiver, RmppSender, RmppType, Segmenter, SenderConfig,
     SenderState,
 };
-use sm_mad::{Lid, Tid, attr, sa};
+use sm_mad::{Gid, Guid, Lid, Tid, attr, notice, sa};
 
 pub use db::{Db, DbParams, port_rate};
+pub use inform::ReportStats;
 
 use crate::core::Nanos;
-use records::{Out, Query};
+use records::{Out, Query, Run};
 
 /// How table answers reach the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -85,6 +91,17 @@ pub struct SaConfig {
     pub receive_timeout: Nanos,
     /// Largest answer, in bytes of records.
     pub max_payload: usize,
+    /// Report(Notice): how long to wait for the ReportResp before sending again.
+    pub report_timeout: Nanos,
+    /// Report(Notice): resends before giving up.
+    pub report_retries: u32,
+    /// Drop a port's event subscriptions when it leaves the subnet (OpenSM's
+    /// `drop_event_subscriptions`, which OpenSM leaves off: its subscriptions outlive the
+    /// port and their Reports time out).
+    pub drop_event_subscriptions: bool,
+    /// ClassPortInfo claims IsMulticastFDBTopSupported (the core sets MulticastFDBTop on the
+    /// switches that support it, OpenSM's `use_mfttop`).
+    pub mcast_top: bool,
 }
 
 impl Default for SaConfig {
@@ -98,6 +115,10 @@ impl Default for SaConfig {
             max_transfers: 4096,
             receive_timeout: 10_000_000_000,
             max_payload: 16 << 20,
+            report_timeout: 1_000_000_000,
+            report_retries: 3,
+            drop_event_subscriptions: true,
+            mcast_top: true,
         }
     }
 }
@@ -130,6 +151,19 @@ impl Requester {
 pub struct Reply {
     pub to: Requester,
     pub mad: Vec<u8>,
+    /// A request of the SA's own (Report) that expects a response: the kernel transport
+    /// gives it a timeout so the ReportResp is matched to it.
+    pub expects_response: bool,
+}
+
+impl Reply {
+    fn answer(to: Requester, mad: Vec<u8>) -> Reply {
+        Reply {
+            to,
+            mad,
+            expects_response: false,
+        }
+    }
 }
 
 /// Counters.
@@ -176,6 +210,57 @@ struct Transfer {
     recv_deadline: Nanos,
 }
 
+/// What the SA keeps besides the snapshot: the multicast groups, the services, the event
+/// subscriptions, and what changed that the core must act on.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct State {
+    pub(crate) mc: McRegistry,
+    pub(crate) services: service::Services,
+    pub(crate) informs: inform::Informs,
+    /// MLIDs whose tree must be recomputed (or cleared: the group is gone).
+    pub(crate) mc_changed: BTreeSet<Lid>,
+    /// Traps 66 / 67 to report.
+    pub(crate) mc_notices: Vec<McNotice>,
+}
+
+impl State {
+    pub(crate) fn push_mc_notice(&mut self, n: Option<McNotice>) {
+        self.mc_notices.extend(n);
+    }
+
+    /// Takes in what a batch operation of the registry did.
+    fn take_events(&mut self, events: Vec<McEvent>) {
+        for e in events {
+            match e {
+                McEvent::Created { mlid, .. }
+                | McEvent::Deleted { mlid, .. }
+                | McEvent::Reroute { mlid, .. } => {
+                    self.mc_changed.insert(mlid);
+                }
+                McEvent::Notice(n) => self.mc_notices.push(n),
+            }
+        }
+    }
+}
+
+/// Either a shared or an exclusive borrow of the state (a pure query runs a Set on a copy).
+enum StateRef<'a> {
+    Shared(&'a State),
+    Mut(&'a mut State),
+}
+
+impl StateRef<'_> {
+    fn get(&self) -> &State {
+        match self {
+            StateRef::Shared(s) => s,
+            StateRef::Mut(s) => s,
+        }
+    }
+}
+
+/// Traps remembered to recognise a repeat (issuer LID, TID).
+const RECENT_TRAPS: usize = 64;
+
 /// The SA.
 #[derive(Debug, Default)]
 pub struct Server {
@@ -185,6 +270,9 @@ pub struct Server {
     transfers: HashMap<Key, Transfer>,
     deadlines: BTreeSet<(Nanos, Key)>,
     stats: SaStats,
+    state: State,
+    reports: inform::Reports,
+    recent_traps: VecDeque<(Lid, u64)>,
 }
 
 fn tid_of(m: &[u8]) -> u64 {
@@ -205,13 +293,209 @@ impl Server {
         &self.cfg
     }
 
-    /// Installs a new snapshot (after a sweep); queries are answered from then on.
+    /// Installs a new snapshot; queries are answered from then on. The multicast
+    /// registry takes the subnet's parameters from it; nothing is reported (see
+    /// [`Server::install`]).
     pub fn set_db(&mut self, db: Db) {
+        self.configure_mc(&db);
         self.db = Some(db);
+    }
+
+    /// Installs the snapshot of a heavy sweep, as the core does: ports that left drop out
+    /// of their multicast groups (and their subscriptions, with
+    /// [`SaConfig::drop_event_subscriptions`]), the partitions' multicast groups are
+    /// created, and traps 65 / 64 (GID out of / in service) and 66 / 67 are reported to
+    /// subscribers.
+    pub fn install(&mut self, now: Nanos, db: Db, partitions: &Partitions) {
+        let old = self.db.take();
+        let ends = |d: &Db| -> BTreeSet<Guid> { d.guid_port.keys().copied().collect() };
+        let new_ports = ends(&db);
+        let (gone, came): (Vec<Guid>, Vec<Guid>) = match &old {
+            Some(o) => {
+                let before = ends(o);
+                (
+                    before.difference(&new_ports).copied().collect(),
+                    new_ports.difference(&before).copied().collect(),
+                )
+            }
+            None => (Vec::new(), Vec::new()),
+        };
+        if let Some(o) = &old {
+            for &g in &gone {
+                if self.cfg.drop_event_subscriptions {
+                    let n = self.state.informs.drop_port(g);
+                    if n > 0 {
+                        tracing::debug!(port = %g, n, "event subscriptions of a port that left dropped");
+                    }
+                }
+                // Reported while the old snapshot still knows the port (as OpenSM does).
+                let gid = Gid::new(o.p.subnet_prefix, g);
+                if let Some(n) = sa_notice(o, notice::trap::GID_OUT_OF_SERVICE, gid) {
+                    self.forward(now, &n, o);
+                }
+                let events = self.state.mc.drop_port(g);
+                self.state.take_events(events);
+            }
+        }
+        self.configure_mc(&db);
+        let sync = self.state.mc.apply_partitions(partitions);
+        for (mgid, e) in &sync.failed {
+            tracing::warn!(%mgid, "partition multicast group not created: {e}");
+        }
+        self.state.take_events(sync.events);
+        self.db = Some(db);
+        if let Some(db) = self.db.take() {
+            for &g in &came {
+                let gid = Gid::new(db.p.subnet_prefix, g);
+                if let Some(n) = sa_notice(&db, notice::trap::GID_IN_SERVICE, gid) {
+                    self.forward(now, &n, &db);
+                }
+            }
+            self.db = Some(db);
+        }
+        self.flush(now);
+    }
+
+    /// The registry's settings from a snapshot: prefix, packet lifetime, QoS, and as many
+    /// MLIDs as the smallest MulticastFDBCap of the switches.
+    fn configure_mc(&mut self, db: &Db) {
+        let cap = db
+            .switches
+            .iter()
+            .map(|s| s.info.multicast_fdb_cap)
+            .filter(|&c| c > 0)
+            .min()
+            .unwrap_or(sm_core::mcast::MAX_MLIDS);
+        let cfg = McConfig {
+            subnet_prefix: db.p.subnet_prefix,
+            mlid_capacity: cap,
+            packet_life_time: db.p.subnet_timeout,
+            qos: db.p.qos,
+            ..*self.state.mc.config()
+        };
+        if cfg != *self.state.mc.config() {
+            for mgid in self.state.mc.set_config(cfg) {
+                tracing::warn!(%mgid, capacity = cap, "multicast group's MLID beyond the switches' MulticastFDBCap");
+            }
+        }
     }
 
     pub fn db(&self) -> Option<&Db> {
         self.db.as_ref()
+    }
+
+    /// The snapshot, to update what the core programs between sweeps (MFT blocks,
+    /// SwitchInfo).
+    pub fn db_mut(&mut self) -> Option<&mut Db> {
+        self.db.as_mut()
+    }
+
+    /// The multicast groups.
+    pub fn mcast(&self) -> &McRegistry {
+        &self.state.mc
+    }
+
+    /// MLIDs whose spanning tree must be recomputed, or cleared from the MFTs when no group
+    /// holds them any more, since the last call.
+    pub fn take_mcast_changes(&mut self) -> BTreeSet<Lid> {
+        std::mem::take(&mut self.state.mc_changed)
+    }
+
+    /// Registered services.
+    pub fn services(&self) -> usize {
+        self.state.services.list.len()
+    }
+
+    /// Event subscriptions.
+    pub fn subscriptions(&self) -> usize {
+        self.state.informs.list.len()
+    }
+
+    /// Report(Notice) counters.
+    pub fn report_stats(&self) -> ReportStats {
+        self.reports.stats
+    }
+
+    /// Reports waiting for their ReportResp.
+    pub fn reports_in_flight(&self) -> usize {
+        self.reports.in_flight()
+    }
+
+    /// A trap the SM received (its Notice as the SMP carried it, without IssuerGID), to be
+    /// forwarded to subscribers. A repeat of a trap (same issuer and TID) is not forwarded
+    /// again.
+    pub fn report_trap(&mut self, now: Nanos, slid: Lid, tid: Tid, mut n: notice::Repr) {
+        if self.recent_traps.contains(&(slid, tid.0)) {
+            return;
+        }
+        if self.recent_traps.len() >= RECENT_TRAPS {
+            self.recent_traps.pop_front();
+        }
+        self.recent_traps.push_back((slid, tid.0));
+        let Some(db) = self.db.take() else {
+            return;
+        };
+        let issuer = db
+            .port_by_lid(n.issuer_lid)
+            .or_else(|| db.port_by_lid(slid))
+            .map(|p| Gid::new(db.p.subnet_prefix, db.port(p).guid));
+        n.issuer_gid = Some(issuer.unwrap_or_default());
+        self.forward(now, &n, &db);
+        self.db = Some(db);
+    }
+
+    /// Reports the notices the state collected (66 / 67).
+    fn flush(&mut self, now: Nanos) {
+        let pending = std::mem::take(&mut self.state.mc_notices);
+        if pending.is_empty() {
+            return;
+        }
+        let Some(db) = self.db.take() else {
+            return;
+        };
+        for n in pending {
+            let (trap, mgid) = match n {
+                McNotice::Created(g) => (notice::trap::MCAST_GROUP_CREATED, g),
+                McNotice::Deleted(g) => (notice::trap::MCAST_GROUP_DELETED, g),
+            };
+            if let Some(n) = sa_notice(&db, trap, mgid) {
+                self.forward(now, &n, &db);
+            }
+        }
+        self.db = Some(db);
+    }
+
+    /// Sends `n` to every subscription that selects it and may see it (`db`: the snapshot
+    /// its ports are in).
+    fn forward(&mut self, now: Nanos, n: &notice::Repr, db: &Db) {
+        let mut drop = Vec::new();
+        let mut sends = Vec::new();
+        for (i, s) in self.state.informs.list.iter().enumerate() {
+            if !inform::selects(&s.rec.inform_info, n) {
+                continue;
+            }
+            match inform::access(db, &self.state, s, n) {
+                inform::Access::Send => sends.push(s.addr),
+                inform::Access::Skip => {}
+                inform::Access::Drop => drop.push(i),
+            }
+        }
+        for i in drop.into_iter().rev() {
+            self.state.informs.list.remove(i);
+        }
+        tracing::debug!(trap = ?n.trap_number(), subscribers = sends.len(), "notice");
+        for to in sends {
+            if let Some(mad) =
+                self.reports
+                    .send(now, to, n, self.cfg.report_timeout, self.cfg.report_retries)
+            {
+                self.out.push_back(Reply {
+                    to,
+                    mad: mad.to_vec(),
+                    expects_response: true,
+                });
+            }
+        }
     }
 
     /// SMInfo ActCount for SMInfoRecord.
@@ -235,7 +519,14 @@ impl Server {
     }
 
     pub fn poll_timeout(&self) -> Option<Nanos> {
-        self.deadlines.first().map(|d| d.0)
+        [
+            self.deadlines.first().map(|d| d.0),
+            self.reports.next_deadline(),
+            self.state.services.next_expiry(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A class-0x03 MAD from `from` (never panics, whatever the bytes).
@@ -249,7 +540,10 @@ impl Server {
         let attr_id = u16::from_be_bytes([m[16], m[17]]);
         tracing::trace!(slid = %from.lid, qpn = from.qpn, tid = %Tid(tid_of(m)), ?method, attr = attr_id, len = m.len(), "SA MAD");
         if method.is_response() {
-            // ReportResp and the like: nothing to answer.
+            // A ReportResp stops its Report's retransmission; nothing is answered.
+            if method == Method::ReportResp && self.reports.ack(Tid(tid_of(m))) {
+                tracing::trace!(slid = %from.lid, "ReportResp");
+            }
             return;
         }
         if self.db.is_none() {
@@ -264,7 +558,7 @@ impl Server {
                 }
             }
         }
-        if let Some(a) = self.query(from, m) {
+        if let Some(a) = self.serve(now, from, m) {
             self.deliver(now, from, (from.lid, tid_of(m)), a);
         }
     }
@@ -292,7 +586,7 @@ impl Server {
             RmppType::Data => {
                 if !self.transfers.contains_key(&key) {
                     if self.transfers.len() >= self.cfg.max_transfers {
-                        let a = self.error(m, sa::ERR_NO_RESOURCES);
+                        let a = error(m, sa::ERR_NO_RESOURCES);
                         self.deliver(now, from, key, a);
                         return;
                     }
@@ -328,7 +622,7 @@ impl Server {
                         .get_mut(&key)
                         .is_some_and(|t| !std::mem::replace(&mut t.answered, true));
                     if first {
-                        if let Some(a) = self.query(from, &req) {
+                        if let Some(a) = self.serve(now, from, &req) {
                             self.deliver(now, from, key, a);
                         }
                     }
@@ -339,10 +633,7 @@ impl Server {
                 let mut rx = RmppReceiver::sa();
                 let _ = rx.handle_mad(m);
                 while let Some(x) = rx.poll_transmit() {
-                    self.out.push_back(Reply {
-                        to: from,
-                        mad: x.to_vec(),
-                    });
+                    self.out.push_back(Reply::answer(from, x.to_vec()));
                 }
             }
         }
@@ -355,18 +646,12 @@ impl Server {
         };
         if let Some(rx) = &mut t.recv {
             while let Some(x) = rx.poll_transmit() {
-                self.out.push_back(Reply {
-                    to: t.to,
-                    mad: x.to_vec(),
-                });
+                self.out.push_back(Reply::answer(t.to, x.to_vec()));
             }
         }
         if let Some(s) = &mut t.send {
             while let Some(x) = s.poll_transmit() {
-                self.out.push_back(Reply {
-                    to: t.to,
-                    mad: x.to_vec(),
-                });
+                self.out.push_back(Reply::answer(t.to, x.to_vec()));
             }
         }
         let recv_failed = t
@@ -405,6 +690,14 @@ impl Server {
     }
 
     pub fn handle_timeout(&mut self, now: Nanos) {
+        for (to, mad) in self.reports.expire(now, self.cfg.report_timeout) {
+            self.out.push_back(Reply {
+                to,
+                mad: mad.to_vec(),
+                expects_response: true,
+            });
+        }
+        self.state.services.expire(now);
         while let Some(&(d, key)) = self.deadlines.first() {
             if d > now {
                 break;
@@ -436,10 +729,7 @@ impl Server {
                     self.stats.errors += 1;
                 }
                 tracing::trace!(tid = key.1, status, "SA answer");
-                self.out.push_back(Reply {
-                    to,
-                    mad: b.to_vec(),
-                });
+                self.out.push_back(Reply::answer(to, b.to_vec()));
             }
             Answer::Table { header, payload } => {
                 tracing::trace!(tid = key.1, bytes = payload.len(), "SA table answer");
@@ -455,7 +745,7 @@ impl Server {
                         let mut mad = vec![0u8; sa::HEADER_LEN];
                         if h.emit_header(&mut mad).is_ok() {
                             mad.extend_from_slice(&payload);
-                            self.out.push_back(Reply { to, mad });
+                            self.out.push_back(Reply::answer(to, mad));
                         }
                     }
                     RmppMode::Segment => self.send_table(now, to, key, &header, payload),
@@ -480,10 +770,7 @@ impl Server {
             e.attribute_offset = 0;
             if e.emit(&mut b).is_ok() {
                 self.stats.errors += 1;
-                self.out.push_back(Reply {
-                    to,
-                    mad: b.to_vec(),
-                });
+                self.out.push_back(Reply::answer(to, b.to_vec()));
             }
             return;
         }
@@ -513,151 +800,219 @@ impl Server {
     }
 
     /// The answer to one request (a whole MAD: 256 bytes, or longer when reassembled), or
-    /// `None` when it is to be dropped. Pure: the same request gives the same answer.
-    pub fn query(&self, from: Requester, req: &[u8]) -> Option<Answer> {
+    /// `None` when it is to be dropped. Pure: the same request gives the same answer; a Set
+    /// or Delete is answered as it would be, on a copy of the SA's state.
+    pub fn query(&self, now: Nanos, from: Requester, req: &[u8]) -> Option<Answer> {
         let db = self.db.as_ref()?;
-        if req.len() < MAD_HEADER_LEN {
-            return None;
-        }
-        let mut head = [0u8; 256];
-        let n = req.len().min(256);
-        head[..n].copy_from_slice(&req[..n]);
-        let method = Method::from_raw_value(head[3]);
-        if head[0] != mad::BASE_VERSION || head[2] != sa::CLASS_VERSION {
-            return Some(self.error(&head, MadStatus::BAD_VERSION));
-        }
-        if !matches!(
-            method,
-            Method::Get
-                | Method::Set
-                | Method::GetTable
-                | Method::GetTraceTable
-                | Method::GetMulti
-                | Method::Delete
-        ) {
-            return Some(self.error(&head, MadStatus::METHOD_UNSUPPORTED));
-        }
-        // A reassembled RMPP request holds only its payload; any other MAD is 256 bytes.
-        let reassembled =
-            req.len() >= sa::HEADER_LEN && rmpp::Repr::parse_mad(req).is_ok_and(|r| r.is_active());
-        if req.len() < sa::LEN && !reassembled {
-            return Some(self.error(&head, sa::ERR_REQ_INVALID));
-        }
-        let Ok(h) = sa::Repr::parse(&head) else {
-            return Some(self.error(&head, sa::ERR_REQ_INVALID));
-        };
-        if h.sm_key != 0 && h.sm_key != self.cfg.sa_key {
-            tracing::debug!(slid = %from.lid, "SA query with a wrong SM_Key; discarded (C15-0.1.5)");
-            return None;
-        }
-        if h.attr_id == attr::CLASS_PORT_INFO {
-            if method != Method::Get {
-                return Some(self.error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
-            }
-            let cpi = records::class_port_info(db.p.qos, true, self.cfg.resp_time_value);
-            let mut r = h.response(MadStatus::OK);
-            r.attribute_offset = h.attribute_offset;
-            let mut b = Box::new([0u8; 256]);
-            if r.emit(&mut b[..]).is_err() || cpi.emit(&mut b[sa::HEADER_LEN..]).is_err() {
-                return Some(self.error(&head, sa::ERR_REQ_INVALID));
-            }
-            return Some(Answer::Single(b));
-        }
-        let Some(hd) = records::handler(h.attr_id) else {
-            return Some(self.error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
-        };
-        if !hd.methods.contains(&method) {
-            return Some(self.error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
-        }
-        let rec_offset = sa::attribute_offset_for(hd.len).unwrap_or(0);
-        if method != Method::GetMulti && h.attribute_offset != 0 && h.attribute_offset != rec_offset
-        {
-            return Some(self.error(&head, sa::ERR_REQ_INVALID));
-        }
-        if let Some(l) = hd.layout {
-            if mask::layout(l).unknown_bits(h.component_mask) != 0 {
-                return Some(self.error(&head, sa::ERR_REQ_INVALID));
-            }
-        }
-        if method == Method::GetMulti && !h.rmpp.is_active() {
-            // GetMulti requests travel by RMPP (OpenSM: ERR_REQ_INVALID otherwise).
-            return Some(self.error(&head, sa::ERR_REQ_INVALID));
-        }
-        let Some(req_port) = db.port_by_lid(from.lid) else {
-            return Some(self.error(&head, sa::ERR_REQ_INVALID));
-        };
-        let mut tmpl = [0u8; 256];
-        let data = req.get(sa::HEADER_LEN..).unwrap_or(&[]);
-        let k = data.len().min(tmpl.len());
-        tmpl[..k].copy_from_slice(&data[..k]);
-        let q = Query {
-            method,
-            mask: h.component_mask,
-            rec: &tmpl,
-            attr_mod: h.attr_mod,
-            trusted: h.sm_key != 0,
-            req: req_port,
-        };
-        let limit = if method == Method::Get {
-            2
+        let mut copy;
+        let st = if is_set(req) {
+            copy = self.state.clone();
+            StateRef::Mut(&mut copy)
         } else {
-            self.cfg.max_payload / hd.len.div_ceil(8).max(1) / 8
+            StateRef::Shared(&self.state)
         };
-        let mut out = Out::new(hd.len, limit.max(1));
-        if let Err(status) = (hd.run)(db, &q, &mut out) {
-            return Some(self.error(&head, status));
-        }
-        if method == Method::Get {
-            return Some(match out.count {
-                0 => self.error(&head, sa::ERR_NO_RECORDS),
-                1 => {
-                    let mut r = h.response(MadStatus::OK);
-                    r.attribute_offset = rec_offset;
-                    let mut b = Box::new([0u8; 256]);
-                    let n = out.len.min(sa::DATA_LEN);
-                    r.data.0[..n].copy_from_slice(&out.data[..n]);
-                    if r.emit(&mut b[..]).is_err() {
-                        return Some(self.error(&head, sa::ERR_REQ_INVALID));
-                    }
-                    Answer::Single(b)
-                }
-                _ => self.error(&head, sa::ERR_TOO_MANY_RECORDS),
-            });
-        }
-        let mut r = h.response(MadStatus::OK);
-        if h.attr_id == sm_mad::multipath_record::ATTR_ID {
-            r.attr_id = sm_mad::path_record::ATTR_ID;
-        }
-        r.attribute_offset = if out.count == 0 { 0 } else { rec_offset };
-        Some(Answer::Table {
-            header: Box::new(r),
-            payload: out.data,
-        })
+        answer(&self.cfg, db, st, now, from, req)
     }
 
-    /// An error answer to `req` (its first 256 bytes): the request echoed with `status`.
-    fn error(&self, req: &[u8], status: MadStatus) -> Answer {
-        let mut b = Box::new([0u8; 256]);
-        let n = req.len().min(256);
-        b[..n].copy_from_slice(&req[..n]);
-        let method = Method::from_raw_value(b[3]);
-        let resp = match method {
-            Method::Set => Method::GetResp,
-            m => Method::from_raw_value(m.to_raw_value() | 0x80),
-        };
-        b[3] = resp.to_raw_value();
-        b[4..6].copy_from_slice(&status.0.to_be_bytes());
-        // No RMPP, SM_Key 0.
-        b[rmpp::OFFSET..rmpp::HEADER_END].fill(0);
-        b[36..44].fill(0);
-        if method == Method::GetTable {
-            b[44..46].fill(0);
-        }
-        if u16::from_be_bytes([b[16], b[17]]) == sm_mad::multipath_record::ATTR_ID {
-            b[16..18].copy_from_slice(&sm_mad::path_record::ATTR_ID.to_be_bytes());
-        }
-        Answer::Single(b)
+    /// Answers a request, applying what a Set or Delete changes, and reports the notices
+    /// the change raised.
+    fn serve(&mut self, now: Nanos, from: Requester, req: &[u8]) -> Option<Answer> {
+        let db = self.db.as_ref()?;
+        let a = answer(
+            &self.cfg,
+            db,
+            StateRef::Mut(&mut self.state),
+            now,
+            from,
+            req,
+        );
+        self.flush(now);
+        a
     }
+}
+
+/// Whether a MAD's method is one that changes the SA's state.
+fn is_set(req: &[u8]) -> bool {
+    req.get(3)
+        .is_some_and(|&m| matches!(Method::from_raw_value(m), Method::Set | Method::Delete))
+}
+
+/// The answer to `req` (see [`Server::query`]); a Set or Delete changes `st` when it is
+/// [`StateRef::Mut`].
+fn answer(
+    cfg: &SaConfig,
+    db: &Db,
+    mut st: StateRef<'_>,
+    now: Nanos,
+    from: Requester,
+    req: &[u8],
+) -> Option<Answer> {
+    if req.len() < MAD_HEADER_LEN {
+        return None;
+    }
+    let mut head = [0u8; 256];
+    let n = req.len().min(256);
+    head[..n].copy_from_slice(&req[..n]);
+    let method = Method::from_raw_value(head[3]);
+    if head[0] != mad::BASE_VERSION || head[2] != sa::CLASS_VERSION {
+        return Some(error(&head, MadStatus::BAD_VERSION));
+    }
+    if !matches!(
+        method,
+        Method::Get
+            | Method::Set
+            | Method::GetTable
+            | Method::GetTraceTable
+            | Method::GetMulti
+            | Method::Delete
+    ) {
+        return Some(error(&head, MadStatus::METHOD_UNSUPPORTED));
+    }
+    // A reassembled RMPP request holds only its payload; any other MAD is 256 bytes.
+    let reassembled =
+        req.len() >= sa::HEADER_LEN && rmpp::Repr::parse_mad(req).is_ok_and(|r| r.is_active());
+    if req.len() < sa::LEN && !reassembled {
+        return Some(error(&head, sa::ERR_REQ_INVALID));
+    }
+    let Ok(h) = sa::Repr::parse(&head) else {
+        return Some(error(&head, sa::ERR_REQ_INVALID));
+    };
+    if h.sm_key != 0 && h.sm_key != cfg.sa_key {
+        tracing::debug!(slid = %from.lid, "SA query with a wrong SM_Key; discarded (C15-0.1.5)");
+        return None;
+    }
+    if h.attr_id == attr::CLASS_PORT_INFO {
+        if method != Method::Get {
+            return Some(error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
+        }
+        let cpi = records::class_port_info(db.p.qos, true, cfg.resp_time_value);
+        let mut r = h.response(MadStatus::OK);
+        r.attribute_offset = h.attribute_offset;
+        let mut b = Box::new([0u8; 256]);
+        if r.emit(&mut b[..]).is_err() || cpi.emit(&mut b[sa::HEADER_LEN..]).is_err() {
+            return Some(error(&head, sa::ERR_REQ_INVALID));
+        }
+        return Some(Answer::Single(b));
+    }
+    let Some(hd) = records::handler(h.attr_id) else {
+        return Some(error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
+    };
+    if !hd.methods.contains(&method) {
+        return Some(error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
+    }
+    let rec_offset = sa::attribute_offset_for(hd.len).unwrap_or(0);
+    if method != Method::GetMulti && h.attribute_offset != 0 && h.attribute_offset != rec_offset {
+        return Some(error(&head, sa::ERR_REQ_INVALID));
+    }
+    if let Some(l) = hd.layout {
+        if mask::layout(l).unknown_bits(h.component_mask) != 0 {
+            return Some(error(&head, sa::ERR_REQ_INVALID));
+        }
+    }
+    if method == Method::GetMulti && !h.rmpp.is_active() {
+        // GetMulti requests travel by RMPP (OpenSM: ERR_REQ_INVALID otherwise).
+        return Some(error(&head, sa::ERR_REQ_INVALID));
+    }
+    let Some(req_port) = db.port_by_lid(from.lid) else {
+        return Some(error(&head, sa::ERR_REQ_INVALID));
+    };
+    let mut tmpl = [0u8; 256];
+    let data = req.get(sa::HEADER_LEN..).unwrap_or(&[]);
+    let k = data.len().min(tmpl.len());
+    tmpl[..k].copy_from_slice(&data[..k]);
+    let q = Query {
+        method,
+        mask: h.component_mask,
+        rec: &tmpl,
+        attr_mod: h.attr_mod,
+        trusted: h.sm_key != 0,
+        req: req_port,
+        from,
+        now,
+    };
+    let limit = if method == Method::Get {
+        2
+    } else {
+        cfg.max_payload / hd.len.div_ceil(8).max(1) / 8
+    };
+    let mut out = Out::new(hd.len, limit.max(1));
+    let done = match (method, hd.set, &mut st) {
+        (Method::Set | Method::Delete, Some(set), StateRef::Mut(s)) => set(db, s, &q, &mut out),
+        (Method::Set | Method::Delete, _, _) => Err(MadStatus::METHOD_ATTR_UNSUPPORTED),
+        (_, _, _) => match hd.run {
+            Run::Db(f) => f(db, &q, &mut out),
+            Run::State(f) => f(db, st.get(), &q, &mut out),
+            Run::None => Err(MadStatus::METHOD_ATTR_UNSUPPORTED),
+        },
+    };
+    if let Err(status) = done {
+        return Some(error(&head, status));
+    }
+    if matches!(method, Method::Get | Method::Set | Method::Delete) {
+        return Some(match out.count {
+            0 => error(&head, sa::ERR_NO_RECORDS),
+            1 => {
+                let mut r = h.response(MadStatus::OK);
+                r.attribute_offset = rec_offset;
+                let mut b = Box::new([0u8; 256]);
+                let n = out.len.min(sa::DATA_LEN);
+                r.data.0[..n].copy_from_slice(&out.data[..n]);
+                if r.emit(&mut b[..]).is_err() {
+                    return Some(error(&head, sa::ERR_REQ_INVALID));
+                }
+                Answer::Single(b)
+            }
+            _ => error(&head, sa::ERR_TOO_MANY_RECORDS),
+        });
+    }
+    let mut r = h.response(MadStatus::OK);
+    if h.attr_id == sm_mad::multipath_record::ATTR_ID {
+        r.attr_id = sm_mad::path_record::ATTR_ID;
+    }
+    r.attribute_offset = if out.count == 0 { 0 } else { rec_offset };
+    Some(Answer::Table {
+        header: Box::new(r),
+        payload: out.data,
+    })
+}
+
+/// A notice the SA raises itself (traps 64-67, about `gid`), issued by the SM's port.
+fn sa_notice(db: &Db, trap: u16, gid: Gid) -> Option<notice::Repr> {
+    let d = notice::details_64_67::Repr { gid_addr: gid };
+    let t = match trap {
+        notice::trap::GID_IN_SERVICE => notice::Trap::GidInService(d),
+        notice::trap::GID_OUT_OF_SERVICE => notice::Trap::GidOutOfService(d),
+        notice::trap::MCAST_GROUP_CREATED => notice::Trap::McastGroupCreated(d),
+        notice::trap::MCAST_GROUP_DELETED => notice::Trap::McastGroupDeleted(d),
+        _ => return None,
+    };
+    let mut n = notice::Repr::generic(notice::ProducerType::ClassManager, db.p.sm_lid, t);
+    n.issuer_gid = Some(Gid::new(db.p.subnet_prefix, db.p.sm_port_guid));
+    Some(n)
+}
+
+/// An error answer to `req` (its first 256 bytes): the request echoed with `status`.
+fn error(req: &[u8], status: MadStatus) -> Answer {
+    let mut b = Box::new([0u8; 256]);
+    let n = req.len().min(256);
+    b[..n].copy_from_slice(&req[..n]);
+    let method = Method::from_raw_value(b[3]);
+    let resp = match method {
+        Method::Set => Method::GetResp,
+        m => Method::from_raw_value(m.to_raw_value() | 0x80),
+    };
+    b[3] = resp.to_raw_value();
+    b[4..6].copy_from_slice(&status.0.to_be_bytes());
+    // No RMPP, SM_Key 0.
+    b[rmpp::OFFSET..rmpp::HEADER_END].fill(0);
+    b[36..44].fill(0);
+    if method == Method::GetTable {
+        b[44..46].fill(0);
+    }
+    if u16::from_be_bytes([b[16], b[17]]) == sm_mad::multipath_record::ATTR_ID {
+        b[16..18].copy_from_slice(&sm_mad::path_record::ATTR_ID.to_be_bytes());
+    }
+    Answer::Single(b)
 }
 
 #[cfg(test)]

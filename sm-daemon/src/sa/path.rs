@@ -22,6 +22,7 @@ use sm_mad::path_record::{self, Selector, comp};
 use sm_mad::service_record::ServiceId;
 use sm_mad::{Gid, Lid, Method, PKey, Sl, sa};
 
+use super::State;
 use super::db::{Db, NONE};
 use super::records::{HResult, Out, Query};
 
@@ -335,7 +336,7 @@ fn gid_port(db: &Db, gid: Gid) -> Result<u32, MadStatus> {
     db.port_by_guid(gid.guid()).ok_or(sa::ERR_REQ_INVALID_GID)
 }
 
-pub(crate) fn path_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
+pub(crate) fn path_records(db: &Db, st: &State, q: &Query<'_>, out: &mut Out) -> HResult {
     let m = q.mask;
     let pr = path_record::Repr::parse(q.rec).map_err(|_| sa::ERR_REQ_INVALID)?;
     let both = |a: u64, b: u64| m & a != 0 && m & b != 0;
@@ -349,13 +350,12 @@ pub(crate) fn path_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     if sid != 0 && sid != comp::SERVICE_ID {
         return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS);
     }
+    if m & comp::DGID != 0 && super::mcast::is_multicast(&pr.dgid) {
+        return super::mcast::multicast_path(db, st, q, &pr, out);
+    }
     if m & (comp::DGID | comp::DLID | comp::SGID | comp::SLID) == 0 {
         // An end is required: OpenSM would list every path of the subnet (N^2 records).
         return Err(sa::ERR_REQ_INSUFFICIENT_COMPONENTS);
-    }
-    if m & comp::DGID != 0 && pr.dgid.0[0] == 0xff {
-        // Multicast destinations come with the multicast groups.
-        return Ok(());
     }
     let w = Want {
         mtu: both(comp::MTU_SELECTOR, comp::MTU)

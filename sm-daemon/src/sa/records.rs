@@ -15,8 +15,11 @@ use sm_mad::{
     vl_arb_record,
 };
 
+use super::State;
 use super::db::{Db, NONE};
 use super::mask::{Rec, layout};
+use super::{Requester, inform, mcast, service};
+use crate::core::Nanos;
 
 /// One query, as the handlers see it.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +33,10 @@ pub(crate) struct Query<'a> {
     pub(crate) trusted: bool,
     /// The requester's end port in the [`Db`].
     pub(crate) req: u32,
+    /// Where the request came from (subscriptions keep it as their report address).
+    pub(crate) from: Requester,
+    /// The core's clock (service leases).
+    pub(crate) now: Nanos,
 }
 
 /// The records of an answer, each `len` bytes, laid out `attribute_offset * 8` apart.
@@ -84,6 +91,22 @@ impl Out {
 /// What a handler returns: records in `out`, or a status for the whole query.
 pub(crate) type HResult = Result<(), MadStatus>;
 
+/// A query answered from the snapshot alone.
+pub(crate) type DbFn = fn(&Db, &Query<'_>, &mut Out) -> HResult;
+/// A query answered from the snapshot and the SA's own state (groups, services, informs).
+pub(crate) type StateFn = fn(&Db, &State, &Query<'_>, &mut Out) -> HResult;
+/// A Set or Delete: changes the SA's state and answers with one record.
+pub(crate) type SetFn = fn(&Db, &mut State, &Query<'_>, &mut Out) -> HResult;
+
+/// How Get / GetTable (/ GetMulti) are answered.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Run {
+    Db(DbFn),
+    State(StateFn),
+    /// Only Set / Delete.
+    None,
+}
+
 /// An attribute the SA serves.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Handler {
@@ -94,111 +117,161 @@ pub(crate) struct Handler {
     pub(crate) methods: &'static [Method],
     /// Its component layout (unknown mask bits are ERR_REQ_INVALID).
     pub(crate) layout: Option<Rec>,
-    pub(crate) run: fn(&Db, &Query<'_>, &mut Out) -> HResult,
+    pub(crate) run: Run,
+    /// Set and Delete, for the attributes that take them.
+    pub(crate) set: Option<SetFn>,
 }
 
 const GET_TABLE: &[Method] = &[Method::Get, Method::GetTable];
+const GET_TABLE_SET_DELETE: &[Method] =
+    &[Method::Get, Method::GetTable, Method::Set, Method::Delete];
 
-/// Every attribute served, by attribute id. Adding an attribute (MCMemberRecord,
-/// ServiceRecord, InformInfo) is adding a row and its function.
+/// Every attribute served, by attribute id: adding an attribute is adding a row and its
+/// functions.
 pub(crate) const HANDLERS: &[Handler] = &[
     Handler {
         attr: sm_mad::attr::CLASS_PORT_INFO,
         len: class_port_info::LEN,
         methods: &[Method::Get],
         layout: None,
-        run: |_, _, _| Ok(()), // answered by the server itself
+        run: Run::None, // answered by the server itself
+        set: None,
     },
     Handler {
         attr: node_record::ATTR_ID,
         len: node_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::Node),
-        run: node_records,
+        run: Run::Db(node_records),
+        set: None,
     },
     Handler {
         attr: port_info_record::ATTR_ID,
         len: port_info_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::PortInfo),
-        run: port_info_records,
+        run: Run::Db(port_info_records),
+        set: None,
     },
     Handler {
         attr: sl2vl_record::ATTR_ID,
         len: sl2vl_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::SlToVl),
-        run: sl2vl_records,
+        run: Run::Db(sl2vl_records),
+        set: None,
     },
     Handler {
         attr: switch_info_record::ATTR_ID,
         len: switch_info_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::SwitchInfo),
-        run: switch_info_records,
+        run: Run::Db(switch_info_records),
+        set: None,
     },
     Handler {
         attr: lft_record::ATTR_ID,
         len: lft_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::Lft),
-        run: lft_records,
+        run: Run::Db(lft_records),
+        set: None,
     },
     Handler {
         attr: mft_record::ATTR_ID,
         len: mft_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::Mft),
-        run: mft_records,
+        run: Run::Db(mft_records),
+        set: None,
     },
     Handler {
         attr: sm_info_record::ATTR_ID,
         len: sm_info_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::SmInfo),
-        run: sm_info_records,
+        run: Run::Db(sm_info_records),
+        set: None,
     },
     Handler {
         attr: link_record::ATTR_ID,
         len: link_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::Link),
-        run: link_records,
+        run: Run::Db(link_records),
+        set: None,
     },
     Handler {
         attr: guid_info_record::ATTR_ID,
         len: guid_info_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::GuidInfo),
-        run: guid_info_records,
+        run: Run::Db(guid_info_records),
+        set: None,
     },
     Handler {
         attr: pkey_table_record::ATTR_ID,
         len: pkey_table_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::PKeyTable),
-        run: pkey_table_records,
+        run: Run::Db(pkey_table_records),
+        set: None,
     },
     Handler {
         attr: sm_mad::path_record::ATTR_ID,
         len: sm_mad::path_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::Path),
-        run: super::path::path_records,
+        run: Run::State(super::path::path_records),
+        set: None,
     },
     Handler {
         attr: vl_arb_record::ATTR_ID,
         len: vl_arb_record::LEN,
         methods: GET_TABLE,
         layout: Some(Rec::VlArb),
-        run: vl_arb_records,
+        run: Run::Db(vl_arb_records),
+        set: None,
     },
     Handler {
         attr: sm_mad::multipath_record::ATTR_ID,
         len: sm_mad::path_record::LEN,
         methods: &[Method::GetMulti],
         layout: Some(Rec::MultiPath),
-        run: super::path::multipath_records,
+        run: Run::Db(super::path::multipath_records),
+        set: None,
+    },
+    Handler {
+        attr: sm_mad::mcmember_record::ATTR_ID,
+        len: sm_mad::mcmember_record::LEN,
+        methods: GET_TABLE_SET_DELETE,
+        layout: Some(Rec::McMember),
+        run: Run::State(mcast::mcmember_records),
+        set: Some(mcast::mcmember_set),
+    },
+    Handler {
+        attr: sm_mad::service_record::ATTR_ID,
+        len: sm_mad::service_record::LEN,
+        methods: GET_TABLE_SET_DELETE,
+        layout: Some(Rec::Service),
+        run: Run::State(service::service_records),
+        set: Some(service::service_set),
+    },
+    Handler {
+        attr: sm_mad::inform_info::ATTR_ID,
+        len: sm_mad::inform_info::LEN,
+        methods: &[Method::Set],
+        layout: None,
+        run: Run::None,
+        set: Some(inform::inform_info_set),
+    },
+    Handler {
+        attr: sm_mad::inform_info_record::ATTR_ID,
+        len: sm_mad::inform_info_record::LEN,
+        methods: GET_TABLE,
+        layout: Some(Rec::InformInfoRecord),
+        run: Run::State(inform::inform_info_records),
+        set: None,
     },
 ];
 

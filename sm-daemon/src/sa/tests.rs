@@ -142,7 +142,7 @@ fn server(db: Db) -> Server {
 fn answer(srv: &Server, req: &str) -> Vec<u8> {
     let mut r = vector(req);
     r.resize(256, 0);
-    match srv.query(Requester::at(Lid(2)), &r).unwrap() {
+    match srv.query(0, Requester::at(Lid(2)), &r).unwrap() {
         Answer::Single(b) => b.to_vec(),
         Answer::Table { header, payload } => {
             let mut h = *header;
@@ -304,7 +304,7 @@ fn no_resources_and_unknown_requesters() {
     assert_eq!(r.mad.len(), 256);
     // A requester LID the SA does not know.
     let srv = server(opensm_db());
-    let Answer::Single(b) = srv.query(Requester::at(Lid(0x4444)), &req).unwrap() else {
+    let Answer::Single(b) = srv.query(0, Requester::at(Lid(0x4444)), &req).unwrap() else {
         panic!("an error answer")
     };
     assert_eq!(u16::from_be_bytes([b[4], b[5]]), 0x0200, "ERR_REQ_INVALID");
