@@ -1927,7 +1927,7 @@ fn subscribers_get_reports_of_traps_until_they_answer() {
         while let Some(m) = fx.d.sim.recv(fx.client) {
             let h = sa::Repr::parse(&m.mad).unwrap();
             if h.method == Method::Report {
-                reports.push((h, m.mad.clone()));
+                reports.push((h, m.mad));
             }
         }
     }
