@@ -1986,3 +1986,61 @@ fn subscribers_get_reports_of_traps_until_they_answer() {
     assert_eq!(a.status(), MadStatus::OK);
     assert_eq!(fx.d.sm.sa().subscriptions(), 0);
 }
+
+#[test]
+fn a_leave_right_after_its_join_leaves_no_stale_mft_entry() {
+    let fabric = sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+        sm_core::generate::FatTree2::new(8),
+    ))
+    .unwrap();
+    let mut fx = Fixture::up(fabric, Params::default(), SimConfig::default());
+    let members = fx.members();
+    let bcast = mcr::ipoib_broadcast_mgid(PKey(0xffff), mcr::Scope::LinkLocal);
+    let (ep_a, g_a, lid_a) = members[0];
+    let a = fx.ask_as(
+        ep_a,
+        set(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(bcast, g_a, JoinState::FULL_MEMBER),
+        ),
+    );
+    assert_eq!(a.status(), MadStatus::OK);
+    let mlid = fx.d.sm.sa().mcast().get(&bcast).unwrap().mlid;
+    fx.settle();
+    // A port far from the first joins and leaves at once: the leave reaches the SA while
+    // the join's MFT Sets are still on their way.
+    let (ep_b, g_b, _) = *members.last().unwrap();
+    for (i, method) in [Method::Set, Method::Delete].into_iter().enumerate() {
+        let mut r = set(
+            mcr::ATTR_ID,
+            sm_core::mcast::JOIN_COMPS,
+            &join_rec(bcast, g_b, JoinState::FULL_MEMBER),
+        );
+        r.method = method;
+        r.tid = Tid(0x7700 + i as u64);
+        fx.d.sim
+            .send(ep_b, fx.sm_lid, &r.to_bytes().unwrap())
+            .unwrap();
+    }
+    fx.run_for(100_000_000);
+    let mut statuses = Vec::new();
+    while let Some(m) = fx.d.sim.recv(ep_b) {
+        let h = sa::Repr::parse(&m.mad).unwrap();
+        statuses.push((h.method, h.status));
+    }
+    assert_eq!(
+        statuses,
+        [
+            (Method::GetResp, MadStatus::OK),
+            (Method::DeleteResp, MadStatus::OK)
+        ]
+    );
+    assert_eq!(fx.d.sm.sa().mcast().get(&bcast).unwrap().len(), 1);
+    let m = fx.d.sim.trace_multicast(lid_a, mlid).unwrap();
+    assert!(
+        m.reached.is_empty(),
+        "the port that left still gets copies: {:?}",
+        m.reached_guids
+    );
+}

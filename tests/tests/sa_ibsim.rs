@@ -31,19 +31,11 @@ use sm_mad::Guid;
 const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 
 /// Fields that legitimately differ between the two SMs: (record, field, why).
-const IGNORED: &[(&str, &str, &str)] = &[
-    (
-        "SMInfoRecord",
-        "ActCount",
-        "each SM counts the SMPs it sent",
-    ),
-    (
-        "SwitchInfoRecord",
-        "MulticastFDBTop",
-        "saquery prints it only when the SA claims multicast FDB top support, which ibsm will \
-         with multicast",
-    ),
-];
+const IGNORED: &[(&str, &str, &str)] = &[(
+    "SMInfoRecord",
+    "ActCount",
+    "each SM counts the SMPs it sent",
+)];
 
 /// One fabric to compare on.
 struct Case {
@@ -222,6 +214,7 @@ fn lid_fields(record: &str) -> &'static [&'static str] {
         "SwitchInfoRecord" => &["LID"],
         "LinkRecord" => &["FromLID", "ToLID"],
         "SMInfoRecord" => &["LID"],
+        "MCMemberRecord" => &["Mlid"],
         _ => &[],
     }
 }
@@ -350,6 +343,20 @@ fn check(case: Case) {
         }
     }
     qs.push(("SMInfoRecord", "SMIR".into(), "SMIR".into(), "SMIR".into()));
+    // The default partition's IPoIB broadcast group, which both SMs create at start.
+    qs.push((
+        "MCMemberRecord",
+        "MCMR (IPoIB broadcast group)".into(),
+        "-g".into(),
+        "-g".into(),
+    ));
+    let bcast = "PR --dgid ff12:401b:ffff::ffff:ffff".to_string();
+    qs.push((
+        "PathRecord",
+        "PR to the broadcast group".into(),
+        bcast.clone(),
+        bcast,
+    ));
     let cas: Vec<Guid> = by_guid
         .iter()
         .copied()
@@ -413,6 +420,62 @@ fn check(case: Case) {
             q.1
         );
     }
+    // A join: osmtest's multicast flow joins the client's port to the broadcast group (and
+    // leaves it a full member); both SMs then show the same membership to a trusted query.
+    let client_guid = topo
+        .nodes()
+        .iter()
+        .position(|n| n.description == case.client || n.guid.to_string() == case.client)
+        .and_then(|n| {
+            topo.node_ports(sm_core::NodeIdx(n as u32))
+                .find(|&p| topo.port(p).remote.is_some())
+        });
+    let join = |w: &World| -> (String, String) {
+        let c = &case.client;
+        let body = format!(
+            "SIM_HOST={c} t osmtest -f m >/dev/null 2>&1; \
+             SIM_HOST={c} t saquery --smkey 1 MCMR --mgid ff12:401b:ffff::ffff:ffff; echo '@@'; \
+             for l in {}; do SIM_HOST={c} t ibroute -M $l; done",
+            w.lid_of
+                .iter()
+                .filter(|(g, _)| kind_of(**g) == NodeKind::Switch)
+                .map(|(_, l)| l.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let out = w.sim.script(&body, 120);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (a, b) = text.split_once("@@").unwrap_or((&text, ""));
+        (a.to_string(), b.to_string())
+    };
+    let (x, mfts) = join(&ours);
+    let (y, _) = join(&theirs);
+    let members = compare(
+        "MCMemberRecord",
+        "MCMR after a join",
+        &x,
+        &y,
+        &ours,
+        &theirs,
+    );
+    *counts.entry("MCMemberRecord").or_default() += members;
+    if let Some(p) = client_guid {
+        let gid = format!("fe80::{}", {
+            let g = topo.port(p).guid.0;
+            let groups: Vec<String> = (0..4)
+                .map(|i| format!("{:x}", (g >> (48 - 16 * i)) & 0xffff))
+                .collect();
+            groups.join(":").trim_start_matches(['0', ':']).to_string()
+        });
+        assert!(
+            records(&x).iter().any(|r| r["PortGid"] == gid),
+            "the client's port {gid} is a member:\n{x}"
+        );
+    }
+    assert!(
+        mfts.lines().any(|l| l.trim_start().starts_with("0xc000")),
+        "ibsm programmed the broadcast group's MLID into the switches:\n{mfts}"
+    );
     eprintln!(
         "{}: {:?} records compared with OpenSM ({} PathRecord pairs) in {:.1} s",
         case.name,

@@ -36,10 +36,14 @@ pub(super) struct SwitchAddr {
 pub(super) struct McastState {
     /// The tables the groups call for, in the last snapshot's switch order.
     pub(super) want: Option<Mfts>,
-    /// What each switch holds, as our Sets confirmed (by GUID).
-    pub(super) held: Mfts,
-    /// MulticastFDBTop each switch holds.
-    pub(super) top_held: HashMap<Guid, Lid>,
+    /// What each switch holds once the Sets sent to it land (by GUID). Diffs are taken
+    /// against this, not against confirmed state, so a change that undoes one still in
+    /// flight is sent too; a Set refused or lost makes the switch unknown again.
+    pub(super) sent: Mfts,
+    /// MulticastFDBTop each switch holds once the Sets sent land.
+    pub(super) top_sent: HashMap<Guid, Lid>,
+    /// Multicast Sets in flight per switch.
+    pub(super) in_flight: HashMap<Guid, u32>,
     /// Switches of the last heavy sweep.
     pub(super) switches: HashMap<Guid, SwitchAddr>,
 }
@@ -48,34 +52,59 @@ impl Default for McastState {
     fn default() -> Self {
         McastState {
             want: None,
-            held: Mfts {
+            sent: Mfts {
                 switches: Vec::new(),
             },
-            top_held: HashMap::new(),
+            top_sent: HashMap::new(),
+            in_flight: HashMap::new(),
             switches: HashMap::new(),
         }
     }
 }
 
 impl McastState {
-    /// A switch lost its tables (it rebooted): its MFT is unknown again.
+    /// A switch lost its tables (it rebooted), or a Set to it failed: what it holds is
+    /// unknown, and the next sync sends it every block.
     pub(super) fn forget(&mut self, guid: Guid) {
-        self.held.switches.retain(|t| t.guid != guid);
-        self.top_held.remove(&guid);
+        self.sent.switches.retain(|t| t.guid != guid);
+        self.top_sent.remove(&guid);
     }
 
-    /// A Set of one block was confirmed.
-    pub(super) fn confirm_block(&mut self, guid: Guid, m: mft::Modifier, block: &mft::Repr) {
+    /// The requests in flight were dropped (a heavy sweep starts): their switches may hold
+    /// anything.
+    pub(super) fn forget_in_flight(&mut self) {
+        let guids: Vec<Guid> = self.in_flight.drain().map(|(g, _)| g).collect();
+        for g in guids {
+            self.forget(g);
+        }
+    }
+
+    /// A block goes out.
+    fn record_block(&mut self, guid: Guid, m: mft::Modifier, block: &mft::Repr) {
         let ports = self.switches.get(&guid).map_or(0, |s| s.num_ports);
-        let t = match self.held.switches.iter().position(|t| t.guid == guid) {
-            Some(i) => &mut self.held.switches[i],
+        let t = match self.sent.switches.iter().position(|t| t.guid == guid) {
+            Some(i) => &mut self.sent.switches[i],
             None => {
-                self.held.switches.push(SwitchMft::new(guid, ports));
-                let last = self.held.switches.len() - 1;
-                &mut self.held.switches[last]
+                self.sent.switches.push(SwitchMft::new(guid, ports));
+                let last = self.sent.switches.len() - 1;
+                &mut self.sent.switches[last]
             }
         };
         t.set_block(m, block);
+        *self.in_flight.entry(guid).or_default() += 1;
+    }
+
+    /// A multicast Set to `guid` came back (or was lost: `ok` false).
+    pub(super) fn settle(&mut self, guid: Guid, ok: bool) {
+        if let Some(n) = self.in_flight.get_mut(&guid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.in_flight.remove(&guid);
+            }
+        }
+        if !ok {
+            self.forget(guid);
+        }
     }
 }
 
@@ -153,7 +182,7 @@ impl Sm {
         let Some(want) = &self.mcast.want else {
             return 0;
         };
-        let diff = want.diff(&self.mcast.held);
+        let diff = want.diff(&self.mcast.sent);
         let mut sets: Vec<PlannedSet> = Vec::new();
         for u in &diff.blocks {
             let Some(sw) = self.mcast.switches.get(&u.guid) else {
@@ -181,7 +210,7 @@ impl Sm {
                     continue;
                 };
                 let top = t.top().unwrap_or(NO_MLID_TOP);
-                if !sw.has_top || self.mcast.top_held.get(&t.guid) == Some(&top) {
+                if !sw.has_top || self.mcast.top_sent.get(&t.guid) == Some(&top) {
                     continue;
                 }
                 let si = switch_info::Repr {
@@ -206,6 +235,20 @@ impl Sm {
         self.publish_mfts();
         let n = sets.len();
         self.report.mft_blocks_sent += diff.blocks.len() as u64;
+        for (purpose, ..) in &sets {
+            match *purpose {
+                Purpose::SetMft {
+                    guid,
+                    modifier,
+                    ref block,
+                } => self.mcast.record_block(guid, modifier, block),
+                Purpose::SetMcastTop { guid, top } => {
+                    self.mcast.top_sent.insert(guid, top);
+                    *self.mcast.in_flight.entry(guid).or_default() += 1;
+                }
+                _ => {}
+            }
+        }
         for (purpose, attr_id, attr_mod, path, data) in sets {
             self.submit_smp(
                 now,
@@ -247,26 +290,20 @@ impl Sm {
         }
     }
 
-    /// An answered multicast Set.
+    /// A multicast Set answered (`ok`: accepted) or lost.
     pub(super) fn on_mcast_answer(&mut self, purpose: &Purpose, ok: bool) {
         match *purpose {
-            Purpose::SetMft {
-                guid,
-                modifier,
-                ref block,
-            } => {
-                if ok {
-                    self.mcast.confirm_block(guid, modifier, block);
-                } else {
-                    tracing::warn!(%guid, block = modifier.block, position = modifier.position, "switch refused an MFT block");
+            Purpose::SetMft { guid, modifier, .. } => {
+                if !ok {
+                    tracing::warn!(%guid, block = modifier.block, position = modifier.position, "MFT block refused or lost; the switch's table is sent again");
                 }
+                self.mcast.settle(guid, ok);
             }
             Purpose::SetMcastTop { guid, top } => {
-                if ok {
-                    self.mcast.top_held.insert(guid, top);
-                } else {
-                    tracing::warn!(%guid, %top, "switch refused MulticastFDBTop");
+                if !ok {
+                    tracing::warn!(%guid, %top, "MulticastFDBTop refused or lost");
                 }
+                self.mcast.settle(guid, ok);
             }
             _ => {}
         }

@@ -544,6 +544,7 @@ impl Sm {
 
     fn begin_heavy(&mut self, now: Nanos) {
         self.reqs.clear();
+        self.mcast.forget_in_flight();
         self.sweep += 1;
         self.heavy = true;
         self.resweep = false;
@@ -630,6 +631,15 @@ impl Sm {
     }
 
     fn on_lost(&mut self, purpose: Purpose) {
+        if matches!(
+            purpose,
+            Purpose::SetMft { .. } | Purpose::SetMcastTop { .. }
+        ) {
+            self.on_mcast_answer(&purpose, false);
+            if !matches!(self.phase, Phase::Program(_)) {
+                return;
+            }
+        }
         let what = match &purpose {
             Purpose::NodeInfo { path, .. } => format!("NodeInfo via {path:?}"),
             Purpose::LightSwitchInfo => {
@@ -1653,7 +1663,9 @@ impl Sm {
                 mcast::switch_addr(&n.path, si, n.info.num_ports, port0),
             );
             // What the switch reported is what it holds, until we set it.
-            self.mcast.top_held.insert(guid, si.multicast_fdb_top);
+            if !self.mcast.in_flight.contains_key(&guid) {
+                self.mcast.top_sent.insert(guid, si.multicast_fdb_top);
+            }
         }
     }
 

@@ -885,7 +885,7 @@ fn answer(
         if method != Method::Get {
             return Some(error(&head, MadStatus::METHOD_ATTR_UNSUPPORTED));
         }
-        let cpi = records::class_port_info(db.p.qos, true, cfg.resp_time_value);
+        let cpi = records::class_port_info(db.p.qos, true, cfg.mcast_top, cfg.resp_time_value);
         let mut r = h.response(MadStatus::OK);
         r.attribute_offset = h.attribute_offset;
         let mut b = Box::new([0u8; 256]);

@@ -889,19 +889,24 @@ fn vl_arb_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
 pub(crate) fn class_port_info(
     qos: bool,
     multipath: bool,
+    mcast_top: bool,
     resp_time_value: u8,
 ) -> class_port_info::Repr {
     const QP1_QKEY: u32 = 0x8001_0000;
-    // IsPortInfoCapMaskMatchSupported; IsMultiPathSupported.
-    let mut cap = 1 << 13;
+    // IsUDMulticastSupported, IsPortInfoCapMaskMatchSupported; IsMultiPathSupported.
+    let mut cap = (1 << 9) | (1 << 13);
     if multipath {
         cap |= 1 << 10;
     }
     // IsFullPortInfoRecSupported, IsExtendedSpeedsSupported, IsPortInfoCapMask2Match,
-    // IsLinkWidth2x, IsLinkSpeedHDR; IsQoSSupported when QoS tables are programmed.
-    let mut cap2 = (1 << 6) | (1 << 7) | (1 << 10) | (1 << 13) | (1 << 15);
+    // IsSendOnlyFullMemberSupported, IsLinkWidth2x, IsLinkSpeedHDR; IsQoSSupported when QoS
+    // tables are programmed; IsMulticastFDBTopSupported when the core sets it.
+    let mut cap2 = (1 << 6) | (1 << 7) | (1 << 10) | (1 << 12) | (1 << 13) | (1 << 15);
     if qos {
         cap2 |= 1 << 1;
+    }
+    if mcast_top {
+        cap2 |= 1 << 3;
     }
     class_port_info::Repr {
         base_version: 1,
