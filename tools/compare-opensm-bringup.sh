@@ -5,12 +5,16 @@
 #   tools/compare-opensm-bringup.sh [ENGINE]          # default fabric set, ENGINE default minhop
 #   FABRICS="a.net b.net" tools/compare-opensm-bringup.sh ftree
 #
+# RUNS (default 5) runs of each SM per fabric, each on a fresh ibsim; the table shows the
+# medians (start-up under the shim varies by several ms from run to run).
 # Prints a markdown table. OpenSM: start = the process start, up = its "SUBNET UP" line,
 # SMPs = the activity count its SMInfo reports (OpenSM counts QP0 MADs sent there), routing =
 # "Entering MASTER state" to "<engine> tables configured" (an upper bound: that span also
-# holds LID assignment). ibsm: start = the process start, up = its "SUBNET UP" log line; in
-# brackets its own sweep time (first SMP to subnet up); SMPs and routing time from its JSON
-# report (routing timed around the routing call alone).
+# holds LID assignment), sweep = "Setting IS_SM" (its ports bound, the first SMP next) to
+# SUBNET UP. ibsm: start = the process start, up = its "SUBNET UP" log line, sweep = first
+# SMP to subnet up; SMPs and routing time from its JSON report (routing timed around the
+# routing call alone). Start to SUBNET UP holds the libumad2sim shim's start-up (connecting
+# to ibsim, writing its fake sysfs), which both SMs pay: 15-25 ms per process.
 # Needs ibsim-utils libumad2sim0 infiniband-diags opensm and a release build
 # (cargo build --release -p sm-daemon). Runs every fabric in its own network namespace.
 set -euo pipefail
@@ -36,8 +40,8 @@ if [[ ${INNER:-} != 1 ]]; then
         "$IBSM" gen fat-tree --levels 3 --radix 36 --pods 8 -o "$work/ft3-r36-p8.net" 2>/dev/null
         FABRICS="$work/net.2sw2path4hca $work/net $work/ft2-r12.net $work/ft3-r8.net $work/torus-4x4x4.net $work/ft3-r36-p8.net"
     fi
-    echo "| fabric | nodes | engine | OpenSM start to SUBNET UP | ibsm start to SUBNET UP (sweep) | OpenSM / ibsm | OpenSM SMPs | ibsm SMPs | OpenSM routing (upper bound) | ibsm routing |"
-    echo "|---|---|---|---|---|---|---|---|---|---|"
+    echo "| fabric | nodes | engine | OpenSM start to SUBNET UP | ibsm start to SUBNET UP | OpenSM / ibsm | OpenSM sweep | ibsm sweep | OpenSM / ibsm | OpenSM SMPs | ibsm SMPs | OpenSM routing (upper bound) | ibsm routing |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     for net in $FABRICS; do
         INNER=1 NET=$net WORK=$work ENGINE=$ENGINE IBSM=$IBSM SHIM=$SHIM \
             timeout --kill-after=10 1800 unshare -n "$0" || echo "| $(basename "$net") | failed (logs in $work) |"
@@ -70,48 +74,48 @@ start_ibsim() {
 stop_ibsim() { kill $sim 2>/dev/null || true; wait $sim 2>/dev/null || true; }
 trap stop_ibsim EXIT
 
-# OpenSM.
-start_ibsim osm
-mkdir -p osm
-t_osm=$(date +%s%N)
-LD_PRELOAD=$SHIM OSM_TMP_DIR=$dir/osm OSM_CACHE_DIR=$dir/osm \
-    timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 -d 2 --dump_files_dir "$dir/osm" \
-    > /dev/null 2>&1 &
-osm=$!
-for _ in $(seq 1 9000); do
-    grep -q "SUBNET UP" osm/osm.log 2>/dev/null && break
-    kill -0 $osm 2>/dev/null || break
-    sleep 0.1
-done
-act=$(LD_PRELOAD=$SHIM timeout 20 sminfo 2>/dev/null | sed -n 's/.*activity count \([0-9]*\).*/\1/p' || true)
-kill $osm 2>/dev/null || true
-wait $osm 2>/dev/null || true
-stop_ibsim
+runs=${RUNS:-5}
+for run in $(seq 1 "$runs"); do
+    # OpenSM.
+    start_ibsim osm
+    rm -rf osm && mkdir -p osm
+    t_osm=$(date +%s%N)
+    LD_PRELOAD=$SHIM OSM_TMP_DIR=$dir/osm OSM_CACHE_DIR=$dir/osm \
+        timeout 900 opensm -f "$dir/osm/osm.log" -R "$ENGINE" -D 0x43 -d 2 --dump_files_dir "$dir/osm" \
+        > /dev/null 2>&1 &
+    osm=$!
+    for _ in $(seq 1 9000); do
+        grep -q "SUBNET UP" osm/osm.log 2>/dev/null && break
+        kill -0 $osm 2>/dev/null || break
+        sleep 0.1
+    done
+    act=$(LD_PRELOAD=$SHIM timeout 20 sminfo 2>/dev/null | sed -n 's/.*activity count \([0-9]*\).*/\1/p' || true)
+    kill $osm 2>/dev/null || true
+    wait $osm 2>/dev/null || true
+    stop_ibsim
 
-# ibsm.
-start_ibsim ibsm
-t0=$(date +%s%N)
-LD_PRELOAD=$SHIM timeout 900 "$IBSM" run --umad --once --report json --routing "$ENGINE" \
-    > ibsm.json 2> ibsm.log || true
-t1=$(date +%s%N)
-stop_ibsim
-trap - EXIT
+    # ibsm.
+    start_ibsim ibsm
+    t0=$(date +%s%N)
+    LD_PRELOAD=$SHIM timeout 900 "$IBSM" run --umad --once --report json --routing "$ENGINE" \
+        > ibsm.json 2> ibsm.log || true
+    stop_ibsim
 
-python3 - "$name" "$nodes" "$ENGINE" "${act:-?}" "$(( (t1 - t0) / 1000 ))" "$t0" "$t_osm" <<'PY'
+    python3 - "${act:-0}" "$t0" "$t_osm" >> runs.txt <<'PY'
 import datetime, json, re, sys, time
-name, nodes, engine, act, wall_us, t0_ns, t_osm_ns = sys.argv[1:8]
+act, t0_ns, t_osm_ns = sys.argv[1:4]
 year = time.localtime().tm_year
 def ts(line):
     # OpenSM stamps lines with local time to the microsecond, without the year.
     m = re.match(r"(\w+ +\d+ \d+:\d+:\d+) (\d+)", line)
     t = time.mktime(time.strptime(f"{year} {m.group(1)}", "%Y %b %d %H:%M:%S"))
     return t * 1e6 + int(m.group(2))
-start = up = master = routed = None
+up = master = routed = bound = None
 for line in open("osm/osm.log", errors="replace"):
     if not re.match(r"\w+ +\d+ \d+:\d+:\d+ \d+", line):
         continue
-    if start is None:
-        start = ts(line)
+    if "Setting IS_SM" in line and bound is None:
+        bound = ts(line)
     if "Entering MASTER state" in line and master is None:
         master = ts(line)
     if "tables configured" in line and routed is None:
@@ -122,19 +126,34 @@ try:
     r = json.load(open("ibsm.json"))
 except Exception:
     r = {}
-osm_ms = (up - int(t_osm_ns) / 1e3) / 1e3 if up else None
+osm_ms = (up - int(t_osm_ns) / 1e3) / 1e3 if up else -1
 # ibsm: from the process start to its "SUBNET UP" log line.
-ibsm_ms = None
+ibsm_ms = -1
 for line in open("ibsm.log", errors="replace"):
     line = re.sub(r"\x1b\[[0-9;]*m", "", line)
     if "SUBNET UP" in line:
         stamp = datetime.datetime.fromisoformat(line.split()[0].replace("Z", "+00:00"))
         ibsm_ms = (stamp.timestamp() * 1e9 - int(t0_ns)) / 1e6
         break
-wall_ms = int(wall_us) / 1e3
-ratio = f"{osm_ms / ibsm_ms:.1f}x" if osm_ms and ibsm_ms else "-"
-f = lambda v: f"{v:.1f} ms" if isinstance(v, (int, float)) else "-"
-osm_route = (routed - master) / 1e3 if routed and master else None
-print(f"| {name} | {nodes} | {engine} | {f(osm_ms)} | {f(ibsm_ms)} ({f(r.get('sweep_ms'))}) | {ratio} "
-      f"| {act} | {r.get('mads_sent', '-')} | {f(osm_route)} | {f(r.get('routing_ms'))} |")
+osm_route = (routed - master) / 1e3 if routed and master else -1
+osm_sweep = (up - bound) / 1e3 if up and bound else -1
+print(osm_ms, ibsm_ms, r.get("sweep_ms", -1), act, r.get("mads_sent", -1), osm_route, r.get("routing_ms", -1), osm_sweep)
+PY
+done
+trap - EXIT
+
+python3 - "$name" "$nodes" "$ENGINE" runs.txt <<'PY'
+import statistics, sys
+name, nodes, engine, path = sys.argv[1:5]
+rows = [list(map(float, l.split())) for l in open(path) if l.strip()]
+def med(i):
+    v = [r[i] for r in rows if r[i] >= 0]
+    return statistics.median(v) if v else None
+osm, ibsm, sweep, act, smps, osm_route, route, osm_sweep = (med(i) for i in range(8))
+f = lambda v: f"{v:.1f} ms" if v is not None else "-"
+n = lambda v: f"{v:.0f}" if v is not None else "-"
+ratio = f"{osm / ibsm:.1f}x" if osm and ibsm else "-"
+sweep_ratio = f"{osm_sweep / sweep:.1f}x" if osm_sweep and sweep else "-"
+print(f"| {name} | {nodes} | {engine} | {f(osm)} | {f(ibsm)} | {ratio} | {f(osm_sweep)} | {f(sweep)} | {sweep_ratio} "
+      f"| {n(act)} | {n(smps)} | {f(osm_route)} | {f(route)} |")
 PY

@@ -128,6 +128,35 @@ fn every_family_with_every_engine_delivers_every_pair() {
             assert_eq!(r.lids, f.end_ports().count(), "{what}");
             all_active(&d, &f);
             all_pairs_delivered(&d, &what);
+            // The fewest SMPs discovery needs, counted on the fabric itself, and the whole
+            // sweep within 10 % of the fewest it could have sent.
+            let linked = |n| {
+                f.node_ports(n)
+                    .filter(|&p| f.port(p).remote.is_some())
+                    .count()
+            };
+            let ports: usize = f
+                .nodes()
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    let idx = sm_core::NodeIdx(i as u32);
+                    if n.kind == sm_core::fabric::NodeKind::Switch {
+                        usize::from(n.num_ports) + 1
+                    } else {
+                        linked(idx)
+                    }
+                })
+                .sum();
+            let c = f.counts();
+            let want = c.links + 1 + c.nodes + c.switches + ports;
+            assert_eq!(r.discovery_min, want as u64, "{what}");
+            assert!(
+                r.mads_sent as f64 <= r.mads_min as f64 * 1.10 && r.mads_min > r.discovery_min,
+                "{what}: {} SMPs sent, {} at least",
+                r.mads_sent,
+                r.mads_min
+            );
             if chain.starts_with("ftree") && !name.starts_with("fat-tree") && name != "k-ary-n-tree"
             {
                 assert_ne!(r.engine_used, "ftree", "{what}: ftree should decline");

@@ -94,9 +94,15 @@ struct Report {
     engine: String,
     engine_used: String,
     mads_sent: u64,
+    /// The fewest SMPs the sweep could have sent (see `SweepReport::mads_min`).
+    mads_min: u64,
+    /// `mads_sent` over `mads_min`.
+    mads_over_min: f64,
     mads_retried: u64,
     mads_lost: u64,
     lft_blocks_sent: u64,
+    mft_blocks_sent: u64,
+    switch_info_sets: u64,
     port_info_sets: u64,
     pkey_blocks_sent: u64,
     qos_sets: u64,
@@ -105,6 +111,11 @@ struct Report {
     routing_ms: f64,
     programming_ms: f64,
     wall_ms: f64,
+    /// Wall time from the start of the run (the simulated fabric powered on, or the device
+    /// opened) to the first subnet up.
+    up_ms: Option<f64>,
+    /// Wall time of the all-pairs check behind `unreachable_pairs`.
+    check_ms: Option<f64>,
     /// CA-to-CA pairs (every LID) that cannot be delivered: traced through the programmed
     /// simulated fabric with `--sim` (each pair on the best partition both ends share),
     /// walked through the SM's own tables with `--umad`.
@@ -127,9 +138,17 @@ impl Report {
             engine: r.engine.clone(),
             engine_used: r.engine_used.clone(),
             mads_sent: r.mads_sent,
+            mads_min: r.mads_min,
+            mads_over_min: if r.mads_min > 0 {
+                r.mads_sent as f64 / r.mads_min as f64
+            } else {
+                0.0
+            },
             mads_retried: r.mads_retried,
             mads_lost: r.mads_lost,
             lft_blocks_sent: r.lft_blocks_sent,
+            mft_blocks_sent: r.mft_blocks_sent,
+            switch_info_sets: r.switch_info_sets,
             port_info_sets: r.port_info_sets,
             pkey_blocks_sent: r.pkey_blocks_sent,
             qos_sets: r.qos_sets,
@@ -138,6 +157,8 @@ impl Report {
             routing_ms: ms(r.routing_ns),
             programming_ms: ms(r.programming_ns),
             wall_ms,
+            up_ms: None,
+            check_ms: None,
             unreachable_pairs: None,
             errors: r.errors.clone(),
         }
@@ -352,6 +373,13 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
 
 /// The end of a run, the same for every transport: LIDs saved, dumps written, the report
 /// printed, and an error when the subnet did not come up.
+/// Wall-clock marks of a run for the report.
+#[derive(Debug, Clone, Copy, Default)]
+struct Marks {
+    up_ms: Option<f64>,
+    check_ms: Option<f64>,
+}
+
 fn finish(
     args: &Args,
     sm: &Sm,
@@ -359,6 +387,7 @@ fn finish(
     wall: Instant,
     must_be_up: bool,
     unreachable: Option<u64>,
+    marks: Marks,
 ) -> anyhow::Result<()> {
     save_lids(args, sm)?;
     let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
@@ -373,6 +402,8 @@ fn finish(
     }
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
     report.unreachable_pairs = unreachable;
+    report.up_ms = marks.up_ms;
+    report.check_ms = marks.check_ms;
     match args.report.as_deref() {
         None => {}
         Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
@@ -438,6 +469,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     // Bring-up runs in fast virtual time.
     let mut last = None;
     let mut failures = 0;
+    let mut marks = Marks::default();
     while let Some(e) = driver.run_until(3_600_000_000_000, |e| {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
     }) {
@@ -447,6 +479,9 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
                 let up = r.subnet_up;
                 last = Some(*r);
                 failures += usize::from(!up);
+                if up {
+                    marks.up_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
+                }
                 if up || failures >= 5 {
                     break;
                 }
@@ -458,8 +493,10 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
         serve(&args, &mut driver)?;
     }
+    let t = Instant::now();
     let unreachable = Some(unreachable_traced(&driver));
-    finish(&args, &driver.sm, last, wall, true, unreachable)
+    marks.check_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+    finish(&args, &driver.sm, last, wall, true, unreachable, marks)
 }
 
 /// Runs the SM in virtual time for `limit` and reports every sweep.
@@ -636,5 +673,13 @@ async fn drive_umad(
     // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
     drop(dev);
     let unreachable = unreachable_in_tables(&sm);
-    finish(args, &sm, last, wall, args.once, unreachable)
+    finish(
+        args,
+        &sm,
+        last,
+        wall,
+        args.once,
+        unreachable,
+        Marks::default(),
+    )
 }

@@ -235,6 +235,9 @@ impl Sm {
         self.publish_mfts();
         let n = sets.len();
         self.report.mft_blocks_sent += diff.blocks.len() as u64;
+        if matches!(self.phase, super::Phase::Program(_)) {
+            self.report.mcast_sets += n as u64;
+        }
         for (purpose, ..) in &sets {
             match *purpose {
                 Purpose::SetMft {

@@ -123,6 +123,12 @@ pub struct SweepReport {
     pub engine_used: String,
     pub fallbacks: Vec<String>,
     pub mads_sent: u64,
+    /// The fewest SMPs this sweep could have sent: one NodeInfo per link plus one, one
+    /// NodeDescription per node, one SwitchInfo per switch, one PortInfo per switch port and
+    /// per linked CA port, then one
+    /// Set per value that had to change (settings with ARMED, ACTIVE, SwitchInfo, LFT,
+    /// table and MFT blocks). Retries and duplicate NodeInfos are what `mads_sent` has more.
+    pub mads_min: u64,
     pub mads_retried: u64,
     pub mads_lost: u64,
     pub port_info_sets: u64,
@@ -130,9 +136,15 @@ pub struct SweepReport {
     pub lft_blocks_sent: u64,
     /// MFT blocks sent (this sweep, and joins and leaves since the previous one).
     pub mft_blocks_sent: u64,
+    /// Multicast Sets (MFT blocks and MulticastFDBTop) of this sweep's programming.
+    pub mcast_sets: u64,
+    /// Discovery's share of `mads_min`.
+    pub discovery_min: u64,
     pub pkey_blocks_sent: u64,
     pub qos_sets: u64,
     pub port_state_sets: u64,
+    /// Of the PortInfo Sets with settings, those that also moved the port to ARMED.
+    pub merged_armed: u64,
     pub discovery_ns: Nanos,
     pub programming_ns: Nanos,
     /// Routing computation only (wall clock when a stopwatch is given, else 0).
@@ -209,9 +221,12 @@ enum Purpose {
         node: usize,
         port: u8,
     },
+    /// A port's settings; `armed`: the Set also moves the port from INIT to ARMED (one SMP
+    /// instead of two; refused, it is sent again without the move).
     SetPortInfo {
         node: usize,
         port: u8,
+        armed: bool,
     },
     /// A port state transition (ARMED or ACTIVE).
     SetPortState {
@@ -737,6 +752,13 @@ impl Sm {
         let c = self.reqs.counts;
         let r = &mut self.report;
         r.mads_sent = c.sent - self.counts_at.sent;
+        r.mads_min = r.discovery_min
+            + r.port_info_sets
+            + r.switch_info_sets
+            + r.lft_blocks_sent
+            + r.pkey_blocks_sent
+            + r.qos_sets
+            + r.mcast_sets;
         r.mads_retried = c.retried - self.counts_at.retried;
         r.mads_lost = c.lost - self.counts_at.lost;
         r.sweep_ns = now - self.started_at;
@@ -750,6 +772,7 @@ impl Sm {
                 cas = r.cas,
                 lids = r.lids,
                 mads_sent = r.mads_sent,
+                mads_min = r.mads_min,
                 mads_retried = r.mads_retried,
                 mads_lost = r.mads_lost,
                 discovery_ms = r.discovery_ns as f64 / 1e6,
@@ -793,6 +816,46 @@ impl Sm {
                     .push(format!("{:?}: status {:#06x}", purpose, s.status.0));
             }
             return;
+        }
+        if let (
+            Purpose::SetPortInfo {
+                node,
+                port,
+                armed: true,
+            },
+            Phase::Program(p),
+        ) = (&purpose, &self.phase)
+        {
+            if s.status != MadStatus::OK {
+                let again = p.disc.nodes.get(*node).and_then(|n| {
+                    let path = n.route_to(*port)?.to_vec();
+                    let data = settings_set(p.desired.get(&(*node, *port))?, false)?;
+                    Some((path, data))
+                });
+                if let Some((path, data)) = again {
+                    tracing::debug!(
+                        node,
+                        port,
+                        status = s.status.0,
+                        "settings with ARMED refused; sending them alone"
+                    );
+                    let purpose = Purpose::SetPortInfo {
+                        node: *node,
+                        port: *port,
+                        armed: false,
+                    };
+                    self.submit_smp(
+                        now,
+                        purpose,
+                        Method::Set,
+                        attr::PORT_INFO,
+                        u32::from(*port),
+                        &path,
+                        Some(data),
+                    );
+                    return;
+                }
+            }
         }
         if let (Purpose::SetPortState { node, port, want }, Phase::Program(p)) =
             (&purpose, &self.phase)
@@ -1053,6 +1116,7 @@ impl Sm {
         self.report.cas = counts.cas;
         self.report.routers = counts.routers;
         self.report.links = counts.links;
+        self.report.discovery_min = discovery_min(&d);
 
         // LIDs: the ports that answered; ports we could not read keep what they have.
         let before = self.lids.clone();
@@ -1323,7 +1387,7 @@ impl Sm {
             return;
         };
         let mut sends: Vec<PlannedSet> = Vec::new();
-        let mut counts = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let mut counts = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
         // SwitchInfo comes before the LFT: it is where a switch that lost its tables is noticed.
         let parts: &[Stage] = match p.stage {
             Stage::PortInfo => &[
@@ -1355,18 +1419,21 @@ impl Sm {
                             continue;
                         }
                         let Some(path) = n.route_to(pn) else { continue };
-                        let mut set = *want;
-                        set.port_state = PortState::NoChange;
-                        set.port_physical_state = PhysPortState::NoChange;
-                        set.link_width_enabled = 0;
-                        set.link_speed_enabled = 0;
-                        set.link_down_default_state =
-                            port_info::LinkDownDefaultState::from_raw_value(0);
-                        let mut data = [0u8; 64];
-                        if set.emit(&mut data).is_ok() {
+                        // A linked port still in INIT goes to ARMED with its settings.
+                        let armed = cur.port_state == PortState::Init
+                            && n.ports[pn as usize].peer.is_some()
+                            && !(n.is_switch() && pn == 0);
+                        if let Some(data) = settings_set(want, armed) {
                             counts.0 += 1;
+                            if armed {
+                                counts.6 += 1;
+                            }
                             sends.push((
-                                Purpose::SetPortInfo { node: i, port: pn },
+                                Purpose::SetPortInfo {
+                                    node: i,
+                                    port: pn,
+                                    armed,
+                                },
                                 attr::PORT_INFO,
                                 pn as u32,
                                 path.to_vec(),
@@ -1386,6 +1453,13 @@ impl Sm {
                             self.lft_shadow.remove(&guid);
                             self.table_shadow.retain(|k, _| k.0 != guid);
                             self.mcast.forget(guid);
+                        }
+                        if si.linear_fdb_top == p.max_lid
+                            && si.life_time_value == self.p.switch_life_time
+                            && !si.port_state_change
+                            && self.top_shadow.get(&guid) == Some(&p.max_lid)
+                        {
+                            continue;
                         }
                         si.linear_fdb_top = p.max_lid;
                         si.life_time_value = self.p.switch_life_time;
@@ -1501,6 +1575,7 @@ impl Sm {
         self.report.switch_info_sets += counts.1;
         self.report.lft_blocks_sent += counts.2;
         self.report.port_state_sets += counts.3;
+        self.report.merged_armed += counts.6;
         self.report.pkey_blocks_sent += counts.4;
         self.report.qos_sets += counts.5;
         for (purpose, attr_id, attr_mod, path, data) in sends {
@@ -1538,7 +1613,7 @@ impl Sm {
                     ));
                 }
             }
-            Purpose::SetPortInfo { node, port } | Purpose::SetPortState { node, port, .. } => {
+            Purpose::SetPortInfo { node, port, .. } | Purpose::SetPortState { node, port, .. } => {
                 if let (Ok(pi), Some(slot)) = (
                     s.attribute::<port_info::Repr>(),
                     p.disc
@@ -1715,6 +1790,45 @@ impl Sm {
             self.request_sweep(now, true);
         }
     }
+}
+
+/// The fewest SMPs that find what `d` found: a NodeInfo through every link (the one that
+/// tells what is at its far end) plus the SM's own, a NodeDescription per node, a
+/// SwitchInfo per switch, a PortInfo per switch port (port 0 included: which ones are
+/// linked is what it tells) and per linked CA or router port.
+fn discovery_min(d: &Discovery) -> u64 {
+    let mut ends = 0u64;
+    let mut ports = 0u64;
+    for n in &d.nodes {
+        let linked = n.ports.iter().filter(|p| p.peer.is_some()).count() as u64;
+        ends += linked;
+        ports += if n.is_switch() {
+            u64::from(n.info.num_ports) + 1
+        } else {
+            linked
+        };
+    }
+    let nodes = d.nodes.len() as u64;
+    let switches = d.nodes.iter().filter(|n| n.is_switch()).count() as u64;
+    ends / 2 + 1 + nodes + switches + ports
+}
+
+/// The PortInfo Set that gives a port the settings of `want` (and moves it from INIT to
+/// ARMED with `armed`); everything that is not ours to change is "no change" or zero.
+fn settings_set(want: &port_info::Repr, armed: bool) -> Option<[u8; 64]> {
+    let mut set = *want;
+    set.port_state = if armed {
+        PortState::Armed
+    } else {
+        PortState::NoChange
+    };
+    set.port_physical_state = PhysPortState::NoChange;
+    set.link_width_enabled = 0;
+    set.link_speed_enabled = 0;
+    set.link_down_default_state = port_info::LinkDownDefaultState::from_raw_value(0);
+    let mut data = [0u8; 64];
+    set.emit(&mut data).ok()?;
+    Some(data)
 }
 
 /// An attribute as SMP data.
