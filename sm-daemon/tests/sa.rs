@@ -254,9 +254,14 @@ impl Fixture {
     }
 
     /// Runs until nothing is due for a while (virtual time).
+    /// Runs until nothing is due within 1 ms of virtual time (joins and leaves are
+    /// programmed a millisecond after they arrive, then their Sets travel).
     fn settle(&mut self) {
-        let until = self.d.now() + 1_000_000;
-        while self.d.next_deadline().is_some_and(|t| t <= until) {
+        while self
+            .d
+            .next_deadline()
+            .is_some_and(|t| t <= self.d.now() + 1_000_000)
+        {
             if !self.d.step() {
                 break;
             }

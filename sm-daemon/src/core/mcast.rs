@@ -4,9 +4,9 @@
 //! differ from what each switch holds.
 //!
 //! A heavy sweep recomputes every group once the ports are ACTIVE and the SA has its new
-//! snapshot (the partitions' IPoIB groups exist by then). Between sweeps a join or leave
-//! that changes a tree recomputes that group alone and sends its blocks at once, as OpenSM
-//! does when it processes a join. A switch that advertises IsMulticastFDBTopSupported on
+//! snapshot (the partitions' IPoIB groups exist by then). Between sweeps the joins and
+//! leaves of one millisecond recompute their groups alone and send their blocks together
+//! (OpenSM recomputes when it processes a join). A switch that advertises IsMulticastFDBTopSupported on
 //! port 0 also gets SwitchInfo.MulticastFDBTop (0xBFFF when it holds no group), as OpenSM's
 //! `use_mfttop` does.
 

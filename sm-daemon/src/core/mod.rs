@@ -38,6 +38,9 @@ pub use requests::{MadCounts, Transmit};
 /// Time in nanoseconds, from whatever clock the shell runs on (virtual or monotonic).
 pub type Nanos = u64;
 
+/// How long joins and leaves gather before their trees are recomputed and programmed.
+const MCAST_BATCH: Nanos = 1_000_000;
+
 /// What the core is told at start.
 #[derive(Debug, Clone)]
 pub struct Params {
@@ -352,6 +355,8 @@ pub struct Sm {
     sa: sa::Server,
     /// Multicast tables wanted and held.
     mcast: mcast::McastState,
+    /// When the joins and leaves received since the last recomputation are programmed.
+    mcast_due: Option<Nanos>,
 }
 
 fn dr(tid: Tid, method: Method, attr_id: u16, attr_mod: u32, path: &[u8]) -> Option<smp::Repr> {
@@ -390,6 +395,7 @@ impl Sm {
             up: false,
             pkey_tables: None,
             mcast: mcast::McastState::default(),
+            mcast_due: None,
         }
     }
 
@@ -486,6 +492,7 @@ impl Sm {
             self.reqs.next_deadline(),
             self.next_light,
             self.next_heavy,
+            self.mcast_due,
             self.sa.poll_timeout(),
         ]
         .into_iter()
@@ -495,6 +502,7 @@ impl Sm {
 
     pub fn handle_timeout(&mut self, now: Nanos) {
         self.sa.handle_timeout(now);
+        self.mcast_batch(now);
         for purpose in self.reqs.expire(now) {
             tracing::debug!(?purpose, "SMP lost after retries");
             self.on_lost(purpose);
@@ -1744,11 +1752,23 @@ impl Sm {
         }
     }
 
-    /// After an SA request: a join or leave that changed a tree is programmed now, unless a
-    /// heavy sweep is under way (it recomputes every group at its end).
+    /// After an SA request: a join or leave that changed a tree is programmed shortly
+    /// ([`MCAST_BATCH`]: the joins of a burst, a whole IPoIB start-up, share one
+    /// recomputation), unless a heavy sweep is under way (it recomputes every group at its
+    /// end).
     fn mcast_between_sweeps(&mut self, now: Nanos) {
-        if matches!(self.phase, Phase::Idle | Phase::Light { .. }) && self.up {
-            self.sync_mcast(now, false);
+        if self.mcast_due.is_none() && self.sa.has_mcast_changes() {
+            self.mcast_due = Some(now.saturating_add(MCAST_BATCH));
+        }
+    }
+
+    /// The batch of joins and leaves is due.
+    fn mcast_batch(&mut self, now: Nanos) {
+        if self.mcast_due.is_some_and(|t| t <= now) {
+            self.mcast_due = None;
+            if matches!(self.phase, Phase::Idle | Phase::Light { .. }) && self.up {
+                self.sync_mcast(now, false);
+            }
         }
     }
 

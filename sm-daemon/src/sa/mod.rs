@@ -401,6 +401,11 @@ impl Server {
         std::mem::take(&mut self.state.mc_changed)
     }
 
+    /// Whether a tree waits to be recomputed.
+    pub fn has_mcast_changes(&self) -> bool {
+        !self.state.mc_changed.is_empty()
+    }
+
     /// Registered services.
     pub fn services(&self) -> usize {
         self.state.services.list.len()

@@ -44,11 +44,7 @@ impl SimDriver {
     /// Moves MADs both ways and time to the next deadline. Returns false when nothing is
     /// left to do (no pending event and no core deadline).
     pub fn step(&mut self) -> bool {
-        while let Some(t) = self.sm.poll_transmit() {
-            if let Err(e) = self.sim.send(self.ep, t.dlid, &t.mad) {
-                tracing::warn!("simulated fabric refused a MAD: {e}");
-            }
-        }
+        self.flush();
         let next = match (self.sim.next_event(), self.sm.poll_timeout()) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
@@ -63,7 +59,18 @@ impl SimDriver {
         if self.sm.poll_timeout().is_some_and(|t| t <= self.now) {
             self.sm.handle_timeout(self.now);
         }
+        // What the core queued goes out now, so `next_deadline` sees it.
+        self.flush();
         true
+    }
+
+    /// Hands the core's queued MADs to the fabric.
+    fn flush(&mut self) {
+        while let Some(t) = self.sm.poll_transmit() {
+            if let Err(e) = self.sim.send(self.ep, t.dlid, &t.mad) {
+                tracing::warn!("simulated fabric refused a MAD: {e}");
+            }
+        }
     }
 
     /// The next time anything is due (fabric event or core deadline).
@@ -77,11 +84,7 @@ impl SimDriver {
     /// Processes everything due up to `t` without jumping past it (real-time pacing).
     pub fn advance_to(&mut self, t: Nanos) {
         loop {
-            while let Some(x) = self.sm.poll_transmit() {
-                if let Err(e) = self.sim.send(self.ep, x.dlid, &x.mad) {
-                    tracing::warn!("simulated fabric refused a MAD: {e}");
-                }
-            }
+            self.flush();
             match self.next_deadline() {
                 Some(next) if next <= t => {
                     self.now = self.now.max(next);
