@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::Duration;
 
 use sm_mad::Lid;
 use tokio::sync::mpsc::error::TrySendError;
@@ -12,19 +12,12 @@ use super::header::{self, QP1_QKEY, SendHdr};
 use super::sys::{self, Read};
 use super::{Incoming, Outgoing};
 
-/// Reads per round before queued writes get their turn.
-const READS_PER_ROUND: usize = 256;
 /// The largest message accepted (a kernel-reassembled RMPP transfer); a longer one could be
 /// neither read nor skipped, so the thread stops.
 const MAX_MESSAGE: usize = 4 << 20;
-/// While MADs flow, the thread waits on the outgoing channel this long between looks at
-/// the device: an outgoing MAD wakes it at once, an incoming one waits at most this.
-const BUSY_STEP: Duration = Duration::from_micros(50);
-/// How long after the last MAD the thread stays in that mode.
-const BUSY_FOR: Duration = Duration::from_millis(20);
-/// Idle, it waits in poll() on the device this long (the bound on how late the first MAD
-/// of a quiet period goes out).
-const IDLE_WAIT_MS: i32 = 5;
+/// How long each thread blocks before it looks at the stop flag (the bound on how long
+/// dropping the transport takes).
+const STOP_CHECK_MS: i32 = 20;
 
 pub(super) struct Worker {
     pub(super) file: sys::UmadFile,
@@ -33,7 +26,8 @@ pub(super) struct Worker {
     pub(super) hdr_len: usize,
     /// Agent id per management class.
     pub(super) classes: Vec<(u8, u32)>,
-    pub(super) out_rx: std::sync::mpsc::Receiver<Outgoing>,
+    /// Taken by the writer thread.
+    pub(super) out_rx: Option<std::sync::mpsc::Receiver<Outgoing>>,
     pub(super) in_tx: tokio::sync::mpsc::Sender<Incoming>,
     pub(super) stop: Arc<AtomicBool>,
 }
@@ -55,16 +49,45 @@ impl Worker {
         tracing::debug!("umad agents unregistered, device closed");
     }
 
+    /// Runs the reader here and the writer on a second thread; both share the file (reads
+    /// and writes on one umad fd may run at once, on a kernel and under the shim) and each
+    /// blocks in its own wait, so a MAD is handed on the moment it arrives or is queued,
+    /// without polling.
     fn serve(&mut self) -> Exit {
+        let Some(out_rx) = self.out_rx.take() else {
+            return Exit::Failed("no outgoing channel".into());
+        };
+        let sender = Sender {
+            file: &self.file,
+            hdr_len: self.hdr_len,
+            classes: &self.classes,
+        };
+        let stop = &self.stop;
+        let reader = &*self;
+        std::thread::scope(|s| {
+            let writer = s.spawn(move || sender.write_loop(out_rx, stop));
+            let read = reader.read_loop();
+            stop.store(true, Ordering::Relaxed);
+            let write = writer
+                .join()
+                .unwrap_or_else(|_| Exit::Failed("the umad writer thread panicked".into()));
+            match (read, write) {
+                (Exit::Failed(e), _) | (_, Exit::Failed(e)) => Exit::Failed(e),
+                _ => Exit::Stopped,
+            }
+        })
+    }
+
+    /// Waits on the device and hands every message on.
+    fn read_loop(&self) -> Exit {
         let mut buf = vec![0u8; self.hdr_len + 256];
-        let mut msg = Vec::with_capacity(self.hdr_len + 256);
-        let mut last_busy = Instant::now();
         loop {
-            let mut busy = false;
-            for _ in 0..READS_PER_ROUND {
+            if self.stop.load(Ordering::Relaxed) {
+                return Exit::Stopped;
+            }
+            loop {
                 match self.file.read(&mut buf) {
                     Ok(Read::Data(n)) => {
-                        busy = true;
                         if !self.deliver(&buf[..n]) {
                             return Exit::Stopped;
                         }
@@ -81,35 +104,7 @@ impl Worker {
                     Err(e) => return Exit::Failed(format!("reading the umad device: {e}")),
                 }
             }
-            loop {
-                match self.out_rx.try_recv() {
-                    Ok(o) => {
-                        busy = true;
-                        self.transmit(&o, &mut msg);
-                    }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Disconnected) => return Exit::Stopped,
-                }
-            }
-            if self.stop.load(Ordering::Relaxed) {
-                return Exit::Stopped;
-            }
-            if busy {
-                last_busy = Instant::now();
-                continue;
-            }
-            if last_busy.elapsed() < BUSY_FOR {
-                // Answers are due and the core will answer them with more requests: wait
-                // for those, and look at the device again soon.
-                match self.out_rx.recv_timeout(BUSY_STEP) {
-                    Ok(o) => {
-                        last_busy = Instant::now();
-                        self.transmit(&o, &mut msg);
-                    }
-                    Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return Exit::Stopped,
-                }
-            } else if let Err(e) = self.file.wait_readable(IDLE_WAIT_MS) {
+            if let Err(e) = self.file.wait_readable(STOP_CHECK_MS) {
                 return Exit::Failed(format!("poll on the umad device: {e}"));
             }
         }
@@ -127,6 +122,34 @@ impl Worker {
                 true
             }
             Err(TrySendError::Closed(_)) => false,
+        }
+    }
+}
+
+/// The writing half: what the writer thread needs of the worker.
+struct Sender<'a> {
+    file: &'a sys::UmadFile,
+    hdr_len: usize,
+    classes: &'a [(u8, u32)],
+}
+
+impl Sender<'_> {
+    /// Waits on the outgoing channel and writes every MAD.
+    fn write_loop(&self, out_rx: std::sync::mpsc::Receiver<Outgoing>, stop: &AtomicBool) -> Exit {
+        let mut msg = Vec::with_capacity(self.hdr_len + 256);
+        let step = Duration::from_millis(STOP_CHECK_MS as u64);
+        loop {
+            match out_rx.recv_timeout(step) {
+                Ok(o) => self.transmit(&o, &mut msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    stop.store(true, Ordering::Relaxed);
+                    return Exit::Stopped;
+                }
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Exit::Stopped;
+            }
         }
     }
 

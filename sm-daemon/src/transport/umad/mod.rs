@@ -4,7 +4,7 @@
 //! - `sys.rs`: every `unsafe` libc call (open, close, read, write, poll, ioctl), nothing else.
 //! - `header.rs`: the kernel's message header and agent registration request as bytes.
 //! - [`device`]: which device and port, from sysfs.
-//! - `io.rs`: one blocking I/O thread that owns the device.
+//! - `io.rs`: the blocking I/O threads (a reader and a writer) that own the device.
 //!
 //! [`Umad::open`] opens the device, registers the agents (SMI classes 0x81 and 0x01 on QP0, SA
 //! class 0x03 on QP1), holds `issmN` so that traps reach us, and starts the I/O thread. The
@@ -12,14 +12,13 @@
 //! over channels. Dropping the [`Umad`] stops the thread, unregisters the agents and closes
 //! both files.
 //!
-//! The I/O thread's loop works the same on both back ends: drain every readable MAD (the
-//! shim's read never blocks and returns -11 when empty; a real kernel's non-blocking read
-//! returns EAGAIN), then every queued outgoing MAD. When a round found nothing to do, it
-//! waits: while MADs are flowing (within 20 ms of the last one), on the outgoing channel
-//! for 50 us, so the core's next requests leave at once and the device is looked at again
-//! soon; when idle, in poll() on the umad fd for 5 ms, which an incoming MAD (a trap) cuts
-//! short. The shim's poll watches only its first umad fd, so an eventfd beside it could not
-//! wake the thread for outgoing MADs: the bounded waits do that on both back ends.
+//! The I/O works the same on both back ends, on two threads sharing the file: the reader
+//! waits in poll() on the umad fd and drains every readable MAD (the shim's read never
+//! blocks and returns -11 when empty; a real kernel's non-blocking read returns EAGAIN); the
+//! writer waits on the outgoing channel and writes each MAD as it comes. Neither polls: a
+//! MAD is handed on the moment it arrives or is queued. (The shim's poll watches only its
+//! first umad fd, so one thread could not wait on the device and on a wake-up fd at once.)
+//! Both look at the stop flag every 20 ms.
 
 pub mod device;
 mod header;
@@ -242,7 +241,7 @@ impl Umad {
             issm,
             hdr_len,
             classes,
-            out_rx,
+            out_rx: Some(out_rx),
             in_tx,
             stop: stop.clone(),
         };
