@@ -134,20 +134,17 @@ impl Sm {
         let Some(fabric) = &self.fabric else {
             return 0;
         };
-        let topo = match Topo::new(fabric) {
-            Ok(t) => t,
-            Err(e) => {
-                tracing::warn!("multicast: no snapshot of the fabric: {e}");
-                return 0;
-            }
-        };
-        let fresh = all
-            || self
-                .mcast
-                .want
-                .as_ref()
-                .is_none_or(|m| m.switches.len() != topo.num_switches());
-        if fresh || !changed.is_empty() {
+        // The wanted tables follow the fabric of the last heavy sweep, which recomputes all.
+        let fresh = all || self.mcast.want.is_none();
+        let recompute = fresh || !changed.is_empty();
+        if recompute {
+            let topo = match Topo::new(fabric) {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!("multicast: no snapshot of the fabric: {e}");
+                    return 0;
+                }
+            };
             let order =
                 TreeOrder::for_engine(&topo, &self.report.engine_used, &self.p.routing_options)
                     .unwrap_or(TreeOrder::Free);
@@ -232,7 +229,9 @@ impl Sm {
             }
         }
         // The SA's MFTRecords show what the switches are told.
-        self.publish_mfts();
+        if recompute {
+            self.publish_mfts();
+        }
         let n = sets.len();
         self.report.mft_blocks_sent += diff.blocks.len() as u64;
         if matches!(self.phase, super::Phase::Program(_)) {
