@@ -78,9 +78,10 @@ fn bench(c: &mut Criterion) {
         SimConfig::default(),
     );
     d.start();
-    d.run_until(600_000_000_000, |e| {
-        matches!(e, Event::SweepDone(r) if r.subnet_up)
-    })
+    d.run_until(
+        600_000_000_000,
+        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
+    )
     .expect("subnet up");
     let sm_lid = d.sm.own_lid();
     let members: Vec<(EndpointId, Guid)> = ports[1..]

@@ -2049,3 +2049,66 @@ fn a_leave_right_after_its_join_leaves_no_stale_mft_entry() {
         m.reached_guids
     );
 }
+
+#[test]
+fn services_and_subscriptions_are_bounded() {
+    let params = Params {
+        sa: sm_daemon::sa::SaConfig {
+            max_entries: 2,
+            ..Default::default()
+        },
+        ..Params::default()
+    };
+    let mut fx = Fixture::up(small(), params, SimConfig::default());
+    let (ep, g, _) = fx.members()[0];
+    use service_record::comp;
+    let mask = comp::SERVICE_ID | comp::SERVICE_GID;
+    let mut statuses = Vec::new();
+    for id in 1..=3u64 {
+        let rec = service_record::Repr {
+            service_id: service_record::ServiceId(id),
+            service_gid: port_gid(g),
+            ..service_record::Repr::default()
+        };
+        statuses.push(
+            fx.ask_as(ep, set(service_record::ATTR_ID, mask, &rec))
+                .status(),
+        );
+    }
+    assert_eq!(
+        statuses,
+        [MadStatus::OK, MadStatus::OK, sa::ERR_NO_RESOURCES]
+    );
+    // Replacing a registered service is not a new entry.
+    let again = service_record::Repr {
+        service_id: service_record::ServiceId(1),
+        service_gid: port_gid(g),
+        ..service_record::Repr::default()
+    };
+    assert_eq!(
+        fx.ask_as(ep, set(service_record::ATTR_ID, mask, &again))
+            .status(),
+        MadStatus::OK
+    );
+    let statuses: Vec<MadStatus> = [128u16, 129, 130]
+        .into_iter()
+        .map(|trap| {
+            let ii = inform_info::Repr {
+                lid_range_begin: inform_info::ALL_LIDS,
+                is_generic: true,
+                subscribe: true,
+                r#type: inform_info::NoticeType::All,
+                trap_number: trap,
+                producer_type: 0xFF_FFFF,
+                ..inform_info::Repr::default()
+            };
+            fx.ask(set(inform_info::ATTR_ID, 0, &ii)).status()
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [MadStatus::OK, MadStatus::OK, sa::ERR_NO_RESOURCES]
+    );
+    assert_eq!(fx.d.sm.sa().services(), 2);
+    assert_eq!(fx.d.sm.sa().subscriptions(), 2);
+}

@@ -154,6 +154,10 @@ pub(crate) fn inform_info_set(db: &Db, st: &mut State, q: &Query<'_>, out: &mut 
         }
         match found {
             Some(i) => st.informs.list[i] = sub,
+            None if st.informs.list.len() >= st.max_entries => {
+                tracing::warn!(%subscriber, limit = st.max_entries, "event subscription refused: too many");
+                return Err(sa::ERR_NO_RESOURCES);
+            }
             None => st.informs.list.insert(0, sub),
         }
         tracing::debug!(%subscriber, trap = ii.trap_number, "event subscription added");

@@ -102,6 +102,8 @@ pub struct SaConfig {
     /// ClassPortInfo claims IsMulticastFDBTopSupported (the core sets MulticastFDBTop on the
     /// switches that support it, OpenSM's `use_mfttop`).
     pub mcast_top: bool,
+    /// Most registered services, and most event subscriptions, at once.
+    pub max_entries: usize,
 }
 
 impl Default for SaConfig {
@@ -119,6 +121,7 @@ impl Default for SaConfig {
             report_retries: 3,
             drop_event_subscriptions: true,
             mcast_top: true,
+            max_entries: 65_536,
         }
     }
 }
@@ -221,6 +224,9 @@ pub(crate) struct State {
     pub(crate) mc_changed: BTreeSet<Lid>,
     /// Traps 66 / 67 to report.
     pub(crate) mc_notices: Vec<McNotice>,
+    /// Most services, and most event subscriptions, kept at once (beyond:
+    /// ERR_NO_RESOURCES), so requesters cannot grow the SA without bound.
+    pub(crate) max_entries: usize,
 }
 
 impl State {
@@ -284,6 +290,10 @@ fn tid_of(m: &[u8]) -> u64 {
 impl Server {
     pub fn new(cfg: SaConfig) -> Server {
         Server {
+            state: State {
+                max_entries: cfg.max_entries,
+                ..State::default()
+            },
             cfg,
             ..Server::default()
         }

@@ -147,8 +147,16 @@ pub(crate) fn service_set(db: &Db, st: &mut State, q: &Query<'_>, out: &mut Out)
         rec: r,
         expires: lease_end(q.now, r.service_lease),
     };
+    let full = list.len() >= st.max_entries;
     match list.iter_mut().find(|s| same_rid(&s.rec, &r)) {
         Some(s) => *s = entry,
+        None if full => {
+            tracing::warn!(
+                limit = st.max_entries,
+                "service registration refused: too many"
+            );
+            return Err(sa::ERR_NO_RESOURCES);
+        }
         None => list.push(entry),
     }
     tracing::debug!(service_id = %r.service_id, name = %r.service_name.as_string(), lease = r.service_lease.0, "service registered");
