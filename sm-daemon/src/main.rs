@@ -25,6 +25,9 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// Decode one MAD given as hex (a file or standard input) and print every field.
     Decode(cmd::decode::Args),
+    /// Subscribe to the SA's event forwarding from a umad port and print every trap it
+    /// reports.
+    Events(cmd::events::Args),
 }
 
 fn main() -> std::process::ExitCode {
@@ -53,5 +56,6 @@ fn run() -> anyhow::Result<()> {
         Command::Route(a) => cmd::route::run(a),
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Decode(a) => cmd::decode::run(a),
+        Command::Events(a) => cmd::events::run(a),
     }
 }

@@ -640,3 +640,74 @@ impl Drop for SmProcess {
         }
     }
 }
+
+/// `ibsm events` on another host subscribes at ibsm's SA over umad; an Unlink's Trap 128
+/// reaches it as a Report, which it answers (the SA then stops sending it again).
+#[test]
+fn trap_reports_reach_an_event_listener() {
+    let case = example("net.2sw2path4hca", "Hca1");
+    let scratch = Scratch::new("umad", "events");
+    let dir = scratch.path();
+    std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
+    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    let log_path = dir.join("sm.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut sm = SmProcess(
+        ibsm(&sim, &case, &["run", "--umad"], 300)
+            .env("RUST_LOG", "info,sm_daemon::sa=debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let read = |p: &Path| plain(&std::fs::read_to_string(p).unwrap_or_default());
+    let wait_in = |p: &Path, what: &str| {
+        poll(Duration::from_secs(30), Duration::from_millis(20), || {
+            read(p).contains(what).then_some(())
+        })
+        .unwrap_or_else(|| panic!("never saw {what:?} in {}:\n{}", p.display(), read(p)));
+    };
+    wait_in(&log_path, "sweeping until SIGINT/SIGTERM");
+
+    let ev_out = dir.join("events.out");
+    let ev_err = dir.join("events.err");
+    let mut listener = sim.command(
+        &ibsm_bin(),
+        &[
+            "events",
+            "--issm",
+            "--trap",
+            "128",
+            "--count",
+            "1",
+            "--timeout",
+            "30",
+        ],
+        60,
+    );
+    listener
+        .env("SIM_HOST", "Hca2")
+        .env("NO_COLOR", "1")
+        .stdout(std::fs::File::create(&ev_out).unwrap())
+        .stderr(std::fs::File::create(&ev_err).unwrap());
+    let mut listener = listener.spawn().unwrap();
+    wait_in(&ev_err, "subscribed at the SA");
+
+    sim.console("Unlink \"Switch1\"[3]");
+    let status = listener.wait().unwrap();
+    let out = read(&ev_out);
+    assert!(status.success(), "{}\n{}", read(&ev_err), read(&log_path));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("trap 128 "))
+        .unwrap_or_else(|| panic!("no trap 128 Report:\n{out}\n{}", read(&ev_err)));
+    assert!(line.contains("\"issuer_gid\""), "{line}");
+    assert!(read(&ev_err).contains("1 Reports"));
+    // Answered: never given up, and the listener's unsubscribe went through.
+    wait_in(&log_path, "event subscription removed");
+    assert!(!read(&log_path).contains("given up"), "{}", read(&log_path));
+    let status = sm.terminate();
+    assert!(status.success());
+    drop(sim);
+    drop(scratch);
+}

@@ -4,6 +4,7 @@
 pub(crate) mod analysis;
 pub(crate) mod analyze;
 pub(crate) mod decode;
+pub(crate) mod events;
 pub(crate) mod generate;
 pub(crate) mod route;
 pub(crate) mod run;

@@ -122,15 +122,35 @@ impl Outgoing {
 pub struct Options {
     /// Hold `issmN` open (the SM capability bit; traps reach only such a port).
     pub issm: bool,
-    /// Register the SA class agent (QP1) too.
+    /// Register the SMI agents (classes 0x81 and 0x01 on QP0).
+    pub smi: bool,
+    /// Register the SA class agent of a server (QP1).
     pub sa: bool,
+    /// Register an SA client agent instead (QP1): it sends requests and receives the SA's
+    /// Reports.
+    pub sa_client: bool,
 }
 
 impl Default for Options {
+    /// What an SM opens.
     fn default() -> Self {
         Options {
             issm: true,
+            smi: true,
             sa: true,
+            sa_client: false,
+        }
+    }
+}
+
+impl Options {
+    /// What an SA client (an event listener) opens: no SMI, no IsSM.
+    pub fn sa_client() -> Options {
+        Options {
+            issm: false,
+            smi: false,
+            sa: false,
+            sa_client: true,
         }
     }
 }
@@ -139,6 +159,8 @@ impl Default for Options {
 const SMI_METHODS: &[u8] = &[0x01, 0x02, 0x05];
 /// Methods an SA server answers: Get, Set, GetTable, GetTraceTable, GetMulti, Delete.
 const SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x13, 0x14, 0x15];
+/// Requests an SA client receives: Report.
+const SA_CLIENT_METHODS: &[u8] = &[0x06];
 
 /// The agents to register. SMPs never use RMPP. The SA agent asks the kernel for RMPP
 /// (rmpp_version 1), as OpenSM does: an SA *server*'s multi-MAD answers are acknowledged by
@@ -147,22 +169,27 @@ const SA_METHODS: &[u8] = &[0x01, 0x02, 0x12, 0x13, 0x14, 0x15];
 /// by the TID's upper half); a kernel RMPP agent consumes those ACKs and segments our one
 /// large write itself. (libumad2sim carries no RMPP at all.)
 fn agents(opts: &Options) -> Vec<header::AgentReq> {
-    let mut v = vec![
-        header::AgentReq {
-            qpn: 0,
-            mgmt_class: u8::from(MgmtClass::SubnDirected),
-            class_version: 1,
+    let mut v = Vec::new();
+    if opts.smi {
+        for class in [MgmtClass::SubnDirected, MgmtClass::SubnLid] {
+            v.push(header::AgentReq {
+                qpn: 0,
+                mgmt_class: u8::from(class),
+                class_version: 1,
+                rmpp_version: 0,
+                methods: SMI_METHODS,
+            });
+        }
+    }
+    if opts.sa_client {
+        v.push(header::AgentReq {
+            qpn: 1,
+            mgmt_class: u8::from(MgmtClass::SubnAdm),
+            class_version: 2,
             rmpp_version: 0,
-            methods: SMI_METHODS,
-        },
-        header::AgentReq {
-            qpn: 0,
-            mgmt_class: u8::from(MgmtClass::SubnLid),
-            class_version: 1,
-            rmpp_version: 0,
-            methods: SMI_METHODS,
-        },
-    ];
+            methods: SA_CLIENT_METHODS,
+        });
+    }
     if opts.sa {
         v.push(header::AgentReq {
             qpn: 1,
