@@ -31,7 +31,8 @@ pub(crate) struct Args {
     #[arg(long)]
     json: bool,
     /// Hold `issmN` while listening. ibsim hands an unsolicited request on QP1 (a Report)
-    /// only to a client holding it; on real hardware it would show this port as an SM's.
+    /// only to a client holding it; on real hardware it would show this port as an SM's
+    /// (another SM then queries it with SMInfo, which goes unanswered).
     #[arg(long)]
     issm: bool,
 }
@@ -143,8 +144,11 @@ fn report(dev: &Umad, m: &Incoming, json: bool) -> anyhow::Result<bool> {
 
 async fn listen(args: Args, port: umad::device::PortDesc) -> anyhow::Result<()> {
     let sm_lid = port.sm_lid;
+    // Holding IsSM, the port looks like an SM's: an SM may send it SMPs (SMInfo), which the
+    // shim can only hand to registered SMI agents; they are read and ignored.
     let opts = umad::Options {
         issm: args.issm,
+        smi: args.issm,
         ..umad::Options::sa_client()
     };
     let mut dev = Umad::open(port, opts)?;
