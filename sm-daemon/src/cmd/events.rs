@@ -70,6 +70,15 @@ fn subscription(trap: Option<u16>, subscribe: bool) -> inform_info::Repr {
     }
 }
 
+/// A MAD as 256 bytes: some SAs send answers only as long as their data (OpenSM's
+/// GetResp(InformInfo) is 92 bytes), and under libumad2sim they arrive that short.
+fn whole(mad: &[u8]) -> [u8; 256] {
+    let mut b = [0u8; 256];
+    let n = mad.len().min(256);
+    b[..n].copy_from_slice(&mad[..n]);
+    b
+}
+
 /// Sends Set(InformInfo) and waits for its GetResp; Reports that come meanwhile are kept.
 async fn set_inform(
     dev: &mut Umad,
@@ -87,7 +96,7 @@ async fn set_inform(
         dev.send(o)?;
         let deadline = Instant::now() + ANSWER_WAIT;
         while let Ok(Some(m)) = tokio::time::timeout_at(deadline, dev.recv()).await {
-            let Ok(h) = sa::Repr::parse(&m.mad) else {
+            let Ok(h) = sa::Repr::parse(&whole(&m.mad)) else {
                 continue;
             };
             if h.method == Method::Report {
@@ -111,7 +120,7 @@ async fn set_inform(
 
 /// Prints one Report and answers it; false when it is not a Report of a Notice.
 fn report(dev: &Umad, m: &Incoming, json: bool) -> anyhow::Result<bool> {
-    let Ok(h) = sa::Repr::parse(&m.mad) else {
+    let Ok(h) = sa::Repr::parse(&whole(&m.mad)) else {
         return Ok(false);
     };
     if h.method != Method::Report || h.attr_id != attr::NOTICE {
