@@ -20,78 +20,33 @@
 # libumad2sim0 infiniband-diags opensm.
 set -euo pipefail
 
-SHIM=${SHIM:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
 die() { echo "saquery-latency: $*" >&2; exit 1; }
+# shellcheck source=lib/sm-in-ibsim.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/sm-in-ibsim.sh"
 
 if [[ ${1:-} != --inner ]]; then
     net=${1:-/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca}
     runs=${2:-50}
     [[ -r $net ]] || die "usage: $0 [FABRIC.net] [RUNS]"
     net=$(cd "$(dirname "$net")" && pwd)/$(basename "$net")
-    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    if [[ -z ${IBSM:-} ]]; then
-        for c in "$here/target/release/ibsm" "$here/target/debug/ibsm" "$(command -v ibsm || true)"; do
-            [[ -n $c && -x $c ]] && { IBSM=$c; break; }
-        done
-    fi
-    [[ -n ${IBSM:-} && -x $IBSM ]] || die "no ibsm binary (cargo build --release -p sm-daemon, or set IBSM)"
-    IBSM=$(realpath "$IBSM")
-    for t in ibsim saquery opensm ip unshare timeout; do
-        command -v "$t" >/dev/null || die "missing $t (apt-get install ibsim-utils libumad2sim0 infiniband-diags opensm)"
-    done
-    [[ -r $SHIM ]] || die "missing $SHIM (apt-get install libumad2sim0)"
+    find_ibsm "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    need ibsim saquery opensm ip unshare timeout
     printf '%-8s %8s %8s %8s   (median ms over %d runs; %s)\n' SM PR NR CPI "$runs" "$(basename "$net")"
-    for sm in ibsm opensm; do
-        scratch=$(mktemp -d "${TMPDIR:-/tmp}/saquery-latency.XXXXXX")
-        rc=0
-        SHIM=$SHIM IBSM=$IBSM NET=$net RUNS=$runs SM=$sm \
-            timeout --kill-after=10 1800 unshare -n "$0" --inner "$scratch" || rc=$?
-        if [[ $rc -ne 0 || -n ${KEEP_SCRATCH:-} ]]; then
-            echo "saquery-latency: $sm logs kept in $scratch" >&2
-        else
-            rm -rf "$scratch"
-        fi
-        [[ $rc -eq 0 ]] || exit $rc
-    done
+    per_sm saquery-latency "ibsm opensm" NET="$net" RUNS="$runs"
     exit 0
 fi
 
 # Inside the namespace.
 cd "$2"
-ip link set lo up
-ibsim -s "$NET" --no-console > ibsim.log 2>&1 &
-sim=$!
-smpid=
-cleanup() {
-    [[ -n $smpid ]] && { kill "$smpid" 2>/dev/null; wait "$smpid" 2>/dev/null || true; }
-    kill $sim 2>/dev/null
-    wait $sim 2>/dev/null || true
-}
-trap cleanup EXIT
-host=${SIM_HOST:-Hca1}
-client=${CLIENT:-Hca2}
-t() { SIM_HOST=$client LD_PRELOAD=$SHIM timeout 20 "$@"; }
-for _ in $(seq 1 200); do
-    t smpquery -D nodeinfo 0 >/dev/null 2>&1 && break
-    sleep 0.05
-done
-if [[ $SM == ibsm ]]; then
-    SIM_HOST=$host LD_PRELOAD=$SHIM RUST_LOG=warn NO_COLOR=1 "$IBSM" run --umad > sm.log 2>&1 &
-    smpid=$!
-else
-    mkdir -p osm
-    SIM_HOST=$host LD_PRELOAD=$SHIM OSM_TMP_DIR=$PWD/osm OSM_CACHE_DIR=$PWD/osm \
-        opensm -f "$PWD/osm/osm.log" > sm.log 2>&1 &
-    smpid=$!
-fi
+start_sm warn
 # The two hosts' LIDs, as this SM assigned them: the client's own port (directed route 0)
 # says its LID and the SM's, which runs on the other host.
-field() { t smpquery -D portinfo 0 2>/dev/null | awk -F'[:.]+' -v f="$1" '$1 == f {print $2}'; }
+field() { t 20 smpquery -D portinfo 0 2>/dev/null | awk -F'[:.]+' -v f="$1" '$1 == f {print $2}'; }
 # Up: the client's port has its LID and the SA answers.
 ready() {
     local l
     l=$(field Lid)
-    [[ -n $l && $l != 0 ]] && t saquery -c >/dev/null 2>&1
+    [[ -n $l && $l != 0 ]] && t 20 saquery -c >/dev/null 2>&1
 }
 for _ in $(seq 1 600); do
     ready && break
@@ -106,7 +61,7 @@ median() {
     for _ in $(seq 1 "$RUNS"); do
         local a b
         a=$(date +%s%N)
-        t "$@" >/dev/null 2>&1 || die "$SM: $* failed"
+        t 20 "$@" >/dev/null 2>&1 || die "$SM: $* failed"
         b=$(date +%s%N)
         xs+=($(( (b - a) / 1000 )))
         n=$((n + 1))
