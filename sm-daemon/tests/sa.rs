@@ -2112,3 +2112,74 @@ fn services_and_subscriptions_are_bounded() {
     assert_eq!(fx.d.sm.sa().services(), 2);
     assert_eq!(fx.d.sm.sa().subscriptions(), 2);
 }
+
+#[test]
+fn multicast_trees_converge_under_mad_loss() {
+    let fabric = sm_core::generate::generate(&sm_core::generate::GenSpec::FatTree2(
+        sm_core::generate::FatTree2::new(8),
+    ))
+    .unwrap();
+    let mut fx = Fixture::up(fabric, Params::default(), SimConfig::default());
+    let members = fx.members();
+    let bcast = mcr::ipoib_broadcast_mgid(PKey(0xffff), mcr::Scope::LinkLocal);
+    for seed_loss in [0.05, 0.1] {
+        fx.d.sim.set_faults(sm_sim::Faults {
+            loss: seed_loss,
+            ..sm_sim::Faults::default()
+        });
+        // Everyone joins (a lost request or answer is asked again, as clients do).
+        for &(ep, g, _) in &members {
+            let a = fx.ask_as(
+                ep,
+                set(
+                    mcr::ATTR_ID,
+                    sm_core::mcast::JOIN_COMPS,
+                    &join_rec(bcast, g, JoinState::FULL_MEMBER),
+                ),
+            );
+            assert_eq!(a.status(), MadStatus::OK);
+        }
+        // Lost MFT Sets are sent again by the light sweeps (every 10 s).
+        fx.run_for(40_000_000_000);
+        fx.d.sim.set_faults(sm_sim::Faults::default());
+        fx.run_for(11_000_000_000);
+        let mut all: Vec<Guid> = members.iter().map(|m| m.1).collect();
+        all.sort();
+        let mlid = fx.d.sm.sa().mcast().get(&bcast).unwrap().mlid;
+        for &(_, g, lid) in &members {
+            let others: Vec<Guid> = all.iter().copied().filter(|&x| x != g).collect();
+            assert_eq!(fx.mcast_reach(lid, mlid), others, "loss {seed_loss}");
+        }
+        // Everyone leaves; the tree is gone from every switch.
+        fx.d.sim.set_faults(sm_sim::Faults {
+            loss: seed_loss,
+            ..sm_sim::Faults::default()
+        });
+        for &(ep, g, _) in &members {
+            let a = fx.ask_as(
+                ep,
+                delete(
+                    mcr::ATTR_ID,
+                    sm_core::mcast::JOIN_COMPS,
+                    &join_rec(bcast, g, JoinState::FULL_MEMBER),
+                ),
+            );
+            // A repeated leave whose first answer was lost finds the port gone.
+            assert!(
+                a.status() == MadStatus::OK || a.status() == sa::ERR_REQ_INVALID,
+                "{:?}",
+                a.status()
+            );
+        }
+        fx.run_for(40_000_000_000);
+        fx.d.sim.set_faults(sm_sim::Faults::default());
+        fx.run_for(11_000_000_000);
+        assert!(fx.d.sm.sa().mcast().get(&bcast).unwrap().is_empty());
+        let m = fx.d.sim.trace_multicast(members[0].2, mlid).unwrap();
+        assert!(
+            m.reached.is_empty(),
+            "loss {seed_loss}: {:?}",
+            m.reached_guids
+        );
+    }
+}
