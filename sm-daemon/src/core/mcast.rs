@@ -94,6 +94,15 @@ impl McastState {
         *self.in_flight.entry(guid).or_default() += 1;
     }
 
+    /// The MulticastFDBTop a switch should hold as the wanted tables stand.
+    pub(super) fn top_for(&self, guid: Guid) -> Lid {
+        self.want
+            .as_ref()
+            .and_then(|w| w.get(guid))
+            .and_then(SwitchMft::top)
+            .unwrap_or(NO_MLID_TOP)
+    }
+
     /// A multicast Set to `guid` came back (or was lost: `ok` false).
     pub(super) fn settle(&mut self, guid: Guid, ok: bool) {
         if let Some(n) = self.in_flight.get_mut(&guid) {

@@ -1462,12 +1462,24 @@ impl Sm {
                             self.table_shadow.retain(|k, _| k.0 != guid);
                             self.mcast.forget(guid);
                         }
+                        // MulticastFDBTop goes with it, as the groups last stood (the
+                        // multicast stage sends it again only if the trees moved it).
+                        let has_top = self.p.sa.mcast_top
+                            && n.ports.first().and_then(|d| d.info).is_some_and(|pi| {
+                                pi.capability_mask & port_info::cap::IS_MULTICAST_FDB_TOP_SUPPORTED
+                                    != 0
+                            });
+                        let mtop = self.mcast.top_for(guid);
                         if si.linear_fdb_top == p.max_lid
                             && si.life_time_value == self.p.switch_life_time
                             && !si.port_state_change
                             && self.top_shadow.get(&guid) == Some(&p.max_lid)
+                            && (!has_top || si.multicast_fdb_top == mtop)
                         {
                             continue;
+                        }
+                        if has_top {
+                            si.multicast_fdb_top = mtop;
                         }
                         si.linear_fdb_top = p.max_lid;
                         si.life_time_value = self.p.switch_life_time;
