@@ -304,6 +304,22 @@ fn switch_port0(db: &Db, n: u32) -> Option<u32> {
         .filter(|&p| db.ports.get(p as usize).is_some_and(|e| e.exists))
 }
 
+/// The switches a query may see: each node (the one owning `by_lid` when given) that is a
+/// switch whose port-0 LID range holds `by_lid` and that shares a partition with the
+/// requester; with its node index, port 0 and LID range.
+fn visible_switches<'a>(
+    db: &'a Db,
+    q: &'a Query<'_>,
+    by_lid: Option<Lid>,
+) -> impl Iterator<Item = (u32, u32, (u16, u16))> + 'a {
+    nodes_for(db, by_lid).into_iter().filter_map(move |n| {
+        let p0 = switch_port0(db, n)?;
+        let range = db.lid_range(p0);
+        (db.share_pkey(q.req, p0) && by_lid.is_none_or(|l| in_range(l.0, range)))
+            .then_some((n, p0, range))
+    })
+}
+
 fn node_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     use node_record::comp;
     let l = layout(Rec::Node);
@@ -454,16 +470,9 @@ fn switch_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
         return Ok(());
     }
     let mut buf = [0u8; switch_info_record::LEN];
-    for n in nodes_for(db, by_lid) {
-        let Some(p0) = switch_port0(db, n) else {
-            continue;
-        };
+    for (n, _, range) in visible_switches(db, q, by_lid) {
         if !out.open() {
             return Ok(());
-        }
-        let range = db.lid_range(p0);
-        if !db.share_pkey(q.req, p0) || by_lid.is_some_and(|l| !in_range(l.0, range)) {
-            continue;
         }
         let sw = &db.switches[db.nodes[n as usize].switch as usize];
         let rec = switch_info_record::Repr {
@@ -483,14 +492,7 @@ fn lft_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let tmpl = lft_record::Repr::parse(q.rec).map_err(|_| sa::ERR_REQ_INVALID)?;
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; lft_record::LEN];
-    for n in nodes_for(db, by_lid) {
-        let Some(p0) = switch_port0(db, n) else {
-            continue;
-        };
-        let range = db.lid_range(p0);
-        if !db.share_pkey(q.req, p0) || by_lid.is_some_and(|l| !in_range(l.0, range)) {
-            continue;
-        }
+    for (n, _, range) in visible_switches(db, q, by_lid) {
         let sw = &db.switches[db.nodes[n as usize].switch as usize];
         if sw.lft.is_empty() {
             continue;
@@ -537,14 +539,7 @@ fn mft_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let tmpl = mft_record::Repr::parse(q.rec).map_err(|_| sa::ERR_REQ_INVALID)?;
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; mft_record::LEN];
-    for n in nodes_for(db, by_lid) {
-        let Some(p0) = switch_port0(db, n) else {
-            continue;
-        };
-        let range = db.lid_range(p0);
-        if !db.share_pkey(q.req, p0) || by_lid.is_some_and(|l| !in_range(l.0, range)) {
-            continue;
-        }
+    for (n, _, range) in visible_switches(db, q, by_lid) {
         for (&(_, block, position), table) in db.mft.range((n, 0, 0)..=(n, u16::MAX, u8::MAX)) {
             if !out.open() {
                 return Ok(());
