@@ -27,31 +27,7 @@ use sm_mad::{
 use sm_sim::{EndpointId, SimConfig};
 
 /// ibsim's `net.2sw2path4hca` (two switches joined by two links, four HCAs).
-const NET_2SW2PATH4HCA: &str = r#"
-Switch	8 "Switch1"
-[1]	"Hca1"[1]
-[2]	"Hca3"[1]
-[3]	"Switch2"[3]
-[5]	"Switch2"[5]
-
-Switch 8 "Switch2"
-[1]	"Hca2"[1]
-[2]	"Hca4"[1]
-[3]	"Switch1"[3]
-[5]	"Switch1"[5]
-
-Hca	2 "Hca1"
-[1]	"Switch1"[1]
-
-Hca	2 "Hca2"
-[1]	"Switch2"[1]
-
-Hca	2 "Hca3"
-[1]	"Switch1"[2]
-
-Hca 	2 "Hca4"
-[1]	"Switch2"[2]
-"#;
+const NET_2SW2PATH4HCA: &str = include_str!("data/2sw2path4hca.net");
 
 fn small() -> Fabric {
     read_topology_str(NET_2SW2PATH4HCA, Path::new("net.2sw2path4hca"))

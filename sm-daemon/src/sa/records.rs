@@ -320,6 +320,17 @@ fn visible_switches<'a>(
     })
 }
 
+/// The end ports of a node: port 0 of a switch, else every port the SM knows.
+fn end_ports(db: &Db, n: u32) -> Vec<u32> {
+    match switch_port0(db, n) {
+        Some(p0) => vec![p0],
+        None => (1..=db.nodes[n as usize].num_ports)
+            .filter_map(|k| db.port_of(n, k))
+            .filter(|&p| db.port(p).known)
+            .collect(),
+    }
+}
+
 fn node_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     use node_record::comp;
     let l = layout(Rec::Node);
@@ -328,14 +339,7 @@ fn node_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let mut buf = [0u8; node_record::LEN];
     for n in nodes_for(db, by_lid) {
         let node = &db.nodes[n as usize];
-        let ports: Vec<u32> = match switch_port0(db, n) {
-            Some(p0) => vec![p0],
-            None => (1..=node.num_ports)
-                .filter_map(|k| db.port_of(n, k))
-                .filter(|&p| db.port(p).known)
-                .collect(),
-        };
-        for p in ports {
+        for p in end_ports(db, n) {
             if !out.open() {
                 return Ok(());
             }
@@ -653,15 +657,7 @@ fn guid_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; guid_info_record::LEN];
     for n in nodes_for(db, by_lid) {
-        let node = &db.nodes[n as usize];
-        let ports: Vec<u32> = match switch_port0(db, n) {
-            Some(p0) => vec![p0],
-            None => (1..=node.num_ports)
-                .filter_map(|k| db.port_of(n, k))
-                .filter(|&p| db.port(p).known)
-                .collect(),
-        };
-        for p in ports {
+        for p in end_ports(db, n) {
             let port = db.port(p);
             let cap = port.info.guid_cap;
             if cap == 0 || !db.share_pkey(p, q.req) {

@@ -12,31 +12,8 @@ use sm_mad::{Guid, Lid, node_info};
 
 use super::*;
 
-const NET: &str = r#"
-Switch	8 "Switch1"
-[1]	"Hca1"[1]
-[2]	"Hca3"[1]
-[3]	"Switch2"[3]
-[5]	"Switch2"[5]
-
-Switch 8 "Switch2"
-[1]	"Hca2"[1]
-[2]	"Hca4"[1]
-[3]	"Switch1"[3]
-[5]	"Switch1"[5]
-
-Hca	2 "Hca1"
-[1]	"Switch1"[1]
-
-Hca	2 "Hca2"
-[1]	"Switch2"[1]
-
-Hca	2 "Hca3"
-[1]	"Switch1"[2]
-
-Hca 	2 "Hca4"
-[1]	"Switch2"[2]
-"#;
+/// ibsim's `net.2sw2path4hca`, the fabric the OpenSM vectors were captured on.
+const NET: &str = include_str!("../../tests/data/2sw2path4hca.net");
 
 /// The MAD of a captured vector file.
 fn vector(name: &str) -> Vec<u8> {
