@@ -10,7 +10,7 @@ use sm_mad::{Guid, Lid};
 use super::UmadError;
 use super::sys;
 
-/// Highest umad index probed (the kernel numbers them densely from 0 per port).
+/// Highest umad index probed when the class directory cannot be listed.
 const MAX_UMAD: u32 = 64;
 
 /// One port with a umad device.
@@ -116,7 +116,20 @@ pub fn list_ports() -> Result<Vec<PortDesc>, UmadError> {
         Some(Ok(v)) => return Err(UmadError::AbiVersion(v)),
         _ => return Err(UmadError::NoDevice),
     }
-    Ok((0..MAX_UMAD).filter_map(describe).collect())
+    // The listing: indexes may have gaps after a device went away, and probing 64 names
+    // costs a failed open each (through the shim, a path rewrite each).
+    let indexes: Vec<u32> = match sys::list_dir("/sys/class/infiniband_mad") {
+        Ok(names) => {
+            let mut v: Vec<u32> = names
+                .iter()
+                .filter_map(|n| n.strip_prefix("umad")?.parse().ok())
+                .collect();
+            v.sort_unstable();
+            v
+        }
+        Err(_) => (0..MAX_UMAD).collect(),
+    };
+    Ok(indexes.into_iter().filter_map(describe).collect())
 }
 
 /// Picks the port named by `spec` (`DEV` or `DEV:PORT`), else the first port whose link is

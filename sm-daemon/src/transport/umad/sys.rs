@@ -1,11 +1,11 @@
 //! Every `unsafe` call of the umad transport, in one small module (like quinn-udp): libc
 //! `open` / `close` / `read` / `write` / `poll` / `ioctl` on `/dev/infiniband/umadN` and
-//! `issmN`, and sysfs reads.
+//! `issmN`, and sysfs reads and listings.
 //!
 //! Why libc and not `std::fs`: the libumad2sim shim that routes this interface to ibsim
-//! intercepts only the libc symbols `open`, `close`, `read`, `write`, `poll` and `ioctl`
-//! (std opens through `open64`, which it never sees), and its file descriptors are fake
-//! numbers that `fcntl`, epoll and tokio cannot use. So the device is driven with plain
+//! intercepts only the libc symbols `open`, `close`, `read`, `write`, `poll`, `ioctl` and
+//! `opendir` (std opens through `open64`, which it never sees), and its file descriptors
+//! are fake numbers that `fcntl`, epoll and tokio cannot use. So the device is driven with plain
 //! blocking-style libc calls from one thread, and the same code runs on a real kernel.
 //!
 //! Nothing here interprets MADs; `header.rs` encodes the kernel's message header.
@@ -48,6 +48,31 @@ fn open(path: &str, flags: c_int) -> io::Result<Fd> {
     } else {
         Ok(Fd(fd))
     }
+}
+
+/// The entry names of a directory, through libc `opendir` so the shim can redirect it.
+pub(crate) fn list_dir(path: &str) -> io::Result<Vec<String>> {
+    let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a valid NUL-terminated string for the duration of the call.
+    let dir = unsafe { libc::opendir(c.as_ptr()) };
+    if dir.is_null() {
+        return Err(io::Error::last_os_error());
+    }
+    let mut names = Vec::new();
+    loop {
+        // SAFETY: `dir` stays open until `closedir` below.
+        let entry = unsafe { libc::readdir(dir) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: `entry` points at a dirent whose name is NUL-terminated and stays valid
+        // until the next `readdir` on `dir`; it is copied out before that.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        names.push(name.to_string_lossy().into_owned());
+    }
+    // SAFETY: `dir` came from `opendir` and is closed exactly once.
+    unsafe { libc::closedir(dir) };
+    Ok(names)
 }
 
 /// The contents of a (small) sysfs file, read through libc so the shim can redirect it.
