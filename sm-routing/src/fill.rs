@@ -12,7 +12,6 @@
 
 use std::collections::BTreeMap;
 
-use rayon::prelude::*;
 use sm_mad::Lid;
 
 use crate::engine::{Routes, SwitchAr};
@@ -158,20 +157,19 @@ pub(crate) fn fill<P: Policy>(
             sc,
         )
     };
+    let cells = topo.num_switches() * lid_len;
     if adaptive {
-        routes
-            .lft
-            .par_iter_mut()
-            .zip(ar.par_iter_mut())
-            .enumerate()
-            .for_each_init(Scratch::default, |sc, (s, (t, a))| work(sc, s, t, Some(a)));
+        let mut pairs: Vec<(&mut Vec<u8>, &mut SwitchAr)> =
+            routes.lft.iter_mut().zip(ar.iter_mut()).collect();
+        crate::par::each(&mut pairs, cells, Scratch::default, |sc, s, (t, a)| {
+            work(sc, s, t, Some(a))
+        });
+        drop(pairs);
         routes.ar = Some(ar);
     } else {
-        routes
-            .lft
-            .par_iter_mut()
-            .enumerate()
-            .for_each_init(Scratch::default, |sc, (s, t)| work(sc, s, t, None));
+        crate::par::each(&mut routes.lft, cells, Scratch::default, |sc, s, t| {
+            work(sc, s, t, None)
+        });
     }
     routes
 }

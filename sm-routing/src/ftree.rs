@@ -478,12 +478,13 @@ struct UpLinks {
 
 impl UpLinks {
     fn new(topo: &Topo<'_>, rank: &[u32]) -> UpLinks {
-        use rayon::prelude::*;
         let n = topo.num_switches();
         let mut m = vec![NO_LINK; n * n];
-        m.par_chunks_mut(n.max(1)).enumerate().for_each_init(
+        crate::par::chunks(
+            &mut m,
+            n,
             || (vec![u32::MAX; n], Vec::new()),
-            |(stamp, queue): &mut (Vec<u32>, Vec<SwIdx>), (s, row)| {
+            |(stamp, queue): &mut (Vec<u32>, Vec<SwIdx>), s, row| {
                 let s = SwIdx(s as u32);
                 for (i, a) in topo.adj(s).iter().enumerate() {
                     if rank[a.peer.idx()] + 1 != rank[s.idx()] {

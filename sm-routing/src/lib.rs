@@ -9,6 +9,7 @@ pub mod guids;
 pub mod mcast;
 pub mod metrics;
 pub mod minhop;
+mod par;
 pub mod topo;
 pub mod updn;
 mod updown;

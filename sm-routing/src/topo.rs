@@ -265,12 +265,13 @@ impl<'f> Topo<'f> {
 
     /// The full switch-to-switch distance matrix, row `t` = distances to switch `t`.
     pub fn hop_matrix(&self) -> HopMatrix {
-        use rayon::prelude::*;
         let n = self.num_switches();
         let mut m = vec![u8::MAX; n * n];
-        m.par_chunks_mut(n.max(1)).enumerate().for_each_init(
+        crate::par::chunks(
+            &mut m,
+            n,
             || (Vec::new(), Vec::new()),
-            |(row, queue), (t, chunk)| {
+            |(row, queue), t, chunk| {
                 self.bfs_to(SwIdx(t as u32), row, queue);
                 chunk.copy_from_slice(row);
             },

@@ -46,8 +46,6 @@
 //! 0..7) plus [`DOWN_FLAG`]; [`UNREACHABLE`] means no legal path (paths longer than 126 hops
 //! are not routed).
 
-use rayon::prelude::*;
-
 use crate::topo::{SwIdx, Topo};
 
 /// The move `s → t` goes up (towards the roots).
@@ -127,19 +125,17 @@ impl Labels {
     pub(crate) fn new(dirs: &Dirs) -> Labels {
         let n = dirs.off.len() - 1;
         let mut by_dest = vec![UNREACHABLE; n * n];
-        let fallbacks: usize = by_dest
-            .par_chunks_mut(n.max(1))
-            .enumerate()
-            .map_init(Scratch::default, |sc, (d, col)| {
-                usize::from(label_to(dirs, d, col, sc))
-            })
-            .sum();
+        let fallbacks = crate::par::chunks_sum(&mut by_dest, n, Scratch::default, |sc, d, col| {
+            usize::from(label_to(dirs, d, col, sc))
+        });
         // Transpose into switch-major rows, a block of rows per task.
         const B: usize = 64;
         let mut m = vec![UNREACHABLE; n * n];
-        m.par_chunks_mut((B * n).max(1))
-            .enumerate()
-            .for_each(|(blk, out)| {
+        crate::par::chunks(
+            &mut m,
+            B * n,
+            || (),
+            |_, blk, out| {
                 let s0 = blk * B;
                 let rows = out.len() / n.max(1);
                 for d in 0..n {
@@ -148,7 +144,8 @@ impl Labels {
                         out[r * n + d] = v;
                     }
                 }
-            });
+            },
+        );
         Labels { n, m, fallbacks }
     }
 }
