@@ -89,6 +89,14 @@ pub struct SmConfig {
     pub subnet_prefix: u64,
     /// Milliseconds between light sweeps; 0 sweeps only on traps. Default: 10000.
     pub sweep_interval_ms: u64,
+    /// Milliseconds between a standby SM's polls of the master's SMInfo (at least 1).
+    /// Default: 10000.
+    #[serde(deserialize_with = "nonzero")]
+    pub sm_poll_interval_ms: u32,
+    /// Polls in a row the master may miss before a standby takes over (at least 1).
+    /// Default: 4.
+    #[serde(deserialize_with = "nonzero")]
+    pub sm_poll_retries: u32,
     /// Milliseconds to wait for an SMP response (at least 1). Default: 200.
     #[serde(deserialize_with = "nonzero")]
     pub smp_timeout_ms: u32,
@@ -133,6 +141,8 @@ impl Default for SmConfig {
             m_key_lease_period: 0,
             subnet_prefix: 0xfe80_0000_0000_0000,
             sweep_interval_ms: 10_000,
+            sm_poll_interval_ms: 10_000,
+            sm_poll_retries: 4,
             smp_timeout_ms: 200,
             smp_retries: 3,
             max_outstanding_smps: 64,

@@ -7,7 +7,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::generate::SplitMix64;
-use sm_mad::port_info::{PhysPortState, PortState, link_width};
+use sm_mad::port_info::{self, PhysPortState, PortState, link_width};
 use sm_mad::smp::{self, Route};
 use sm_mad::{Lid, Method, MgmtClass, Tid, attr, mad, notice};
 
@@ -315,6 +315,18 @@ impl Sim {
             *slot = id.0;
         }
         id
+    }
+
+    /// Sets or clears PortInfo.CapabilityMask.IsSM of an end port, as a kernel does while an
+    /// SM holds the port's `issm` device: other SMs find SMs by it.
+    pub fn set_is_sm(&mut self, port: PortIdx, on: bool) {
+        if let Some(p) = self.ports.get_mut(port.idx()) {
+            if on {
+                p.info.capability_mask |= port_info::cap::IS_SM;
+            } else {
+                p.info.capability_mask &= !port_info::cap::IS_SM;
+            }
+        }
     }
 
     /// The current virtual time.

@@ -56,6 +56,10 @@ pub(crate) struct Args {
     /// LMC: 2^LMC LIDs per CA port (default 0).
     #[arg(long)]
     lmc: Option<u8>,
+    /// SMInfo priority, 0-15: the highest SM on the subnet is master, the others stand by
+    /// (default 0, or the configuration's sm_priority).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
+    priority: Option<u8>,
     /// Where the LID store (`guid2lid`) lives; loaded at start, saved when LIDs change.
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
@@ -83,6 +87,10 @@ pub(crate) struct Args {
 #[derive(Debug, serde::Serialize)]
 struct Report {
     subnet_up: bool,
+    /// "master", or "standby" when another SM runs the subnet.
+    sm_state: String,
+    /// The master's port GUID, when standing by.
+    master_guid: Option<String>,
     /// The SM's own LID (what every port's SMLid should say).
     sm_lid: u16,
     nodes: usize,
@@ -128,6 +136,8 @@ impl Report {
         let ms = |ns: u64| ns as f64 / 1e6;
         Report {
             subnet_up: r.subnet_up,
+            sm_state: r.sm_state.clone(),
+            master_guid: None,
             sm_lid,
             nodes: r.nodes,
             switches: r.switches,
@@ -356,6 +366,9 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
     if let Some(l) = args.lmc {
         cfg.sm.lmc = l;
     }
+    if let Some(p) = args.priority {
+        cfg.sm.sm_priority = p;
+    }
     if args.state_dir.is_none() && args.config.is_some() {
         args.state_dir = Some(cfg.sm.state_dir.clone());
     }
@@ -401,6 +414,7 @@ fn finish(
         write_dumps(d, sm)?;
     }
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
+    report.master_guid = sm.master().map(|m| m.guid.to_string());
     report.unreachable_pairs = unreachable;
     report.up_ms = marks.up_ms;
     report.check_ms = marks.check_ms;
@@ -417,7 +431,8 @@ fn finish(
         }
         Some(other) => bail!("--report {other}: expected text or json"),
     }
-    if must_be_up && !r.subnet_up {
+    let standby = r.sm_state == "standby";
+    if must_be_up && !r.subnet_up && !standby {
         bail!("subnet not up: {}", r.errors.join("; "));
     }
     Ok(())
@@ -625,11 +640,20 @@ async fn drive_umad(
                     if let Some(d) = &args.dump_dir {
                         write_dumps(d, &sm)?;
                     }
-                    failures = if r.subnet_up { 0 } else { failures + 1 };
+                    let standby = r.sm_state == "standby";
+                    failures = if r.subnet_up || standby {
+                        0
+                    } else {
+                        failures + 1
+                    };
                     let up = r.subnet_up;
                     last = Some(*r);
-                    if args.once && (up || failures >= ONCE_ATTEMPTS) {
+                    if args.once && (up || standby || failures >= ONCE_ATTEMPTS) {
                         break 'run;
+                    }
+                    if standby {
+                        serving = false;
+                        tracing::info!("standing by; polling the master until it fails");
                     }
                     if up && !serving {
                         serving = true;

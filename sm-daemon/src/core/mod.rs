@@ -13,6 +13,7 @@
 //! every port ARMED and ACTIVE) -> subnet up. Light sweeps poll SwitchInfo.PortStateChange;
 //! a trap or a change starts a heavy sweep.
 
+mod election;
 mod mcast;
 mod requests;
 
@@ -32,6 +33,7 @@ use sm_mad::{
 use sm_routing::{Options as RouteOptions, Topo};
 
 use crate::sa::{self, Requester, SaConfig};
+pub use election::RemoteSm;
 use requests::Requests;
 pub use requests::{MadCounts, Transmit};
 
@@ -78,6 +80,12 @@ pub struct Params {
     pub sticky_routes: bool,
     /// The SA server (how its table answers travel: see [`sa::RmppMode`]).
     pub sa: SaConfig,
+    /// SM_Key: shown in our SMInfo only to SMs presenting it; their Set(SMInfo) must carry it.
+    pub sm_key: u64,
+    /// How often a standby asks the master for its SMInfo.
+    pub poll_interval: Nanos,
+    /// Polls in a row the master may miss before a standby takes over.
+    pub poll_retries: u32,
 }
 
 impl Default for Params {
@@ -105,6 +113,9 @@ impl Default for Params {
             qos: QosOptions::default(),
             sticky_routes: true,
             sa: SaConfig::default(),
+            sm_key: 1,
+            poll_interval: 10_000_000_000,
+            poll_retries: 4,
         }
     }
 }
@@ -155,6 +166,8 @@ pub struct SweepReport {
     pub sweep_ns: Nanos,
     /// Errors met on the way (a sweep with errors is retried).
     pub errors: Vec<String>,
+    /// "master", or "standby" when the election left the subnet to another SM.
+    pub sm_state: String,
 }
 
 /// What the core tells the shell.
@@ -269,6 +282,20 @@ enum Purpose {
         guid: Guid,
         top: Lid,
     },
+    /// SMInfo of another SM found during discovery.
+    SmInfo {
+        node: usize,
+        port: u8,
+    },
+    /// A standby's poll of the master.
+    PollMaster,
+    /// Set(SMInfo) with a control (handover) to the SM of that port GUID.
+    SmControl {
+        control: u32,
+        to: Guid,
+    },
+    /// A light sweep's look at an SM found before.
+    LightSmInfo,
 }
 
 #[derive(Debug, Default)]
@@ -276,6 +303,12 @@ struct Discovery {
     nodes: Vec<DNode>,
     by_guid: HashMap<Guid, usize>,
     own: Option<(usize, u8)>,
+    /// Other SMs that answered their SMInfo.
+    sms: Vec<RemoteSm>,
+    /// SMInfo Gets sent (part of the minimum: a port that claims an SM must be asked).
+    sm_asks: u64,
+    /// The port GUID of the SM's own port.
+    own_guid: Guid,
 }
 
 /// A table block a node holds: (node GUID, port addressed, attribute id, modifier).
@@ -357,6 +390,8 @@ pub struct Sm {
     mcast: mcast::McastState,
     /// When the joins and leaves received since the last recomputation are programmed.
     mcast_due: Option<Nanos>,
+    /// Master, standby: the election among the subnet's SMs.
+    election: election::Election,
 }
 
 fn dr(tid: Tid, method: Method, attr_id: u16, attr_mod: u32, path: &[u8]) -> Option<smp::Repr> {
@@ -396,6 +431,7 @@ impl Sm {
             pkey_tables: None,
             mcast: mcast::McastState::default(),
             mcast_due: None,
+            election: election::Election::default(),
         }
     }
 
@@ -404,8 +440,16 @@ impl Sm {
         self.begin_heavy(now);
     }
 
-    /// Asks for a sweep; a heavy sweep requested during one runs right after it.
+    /// Asks for a sweep; a heavy sweep requested during one runs right after it. A standby
+    /// (or disabled) SM does not sweep: the subnet is the master's.
     pub fn request_sweep(&mut self, now: Nanos, heavy: bool) {
+        if matches!(
+            self.election.state,
+            sm_mad::sm_info::SmState::Standby | sm_mad::sm_info::SmState::NotActive
+        ) {
+            tracing::debug!(state = ?self.election.state, "sweep not requested of a non-master");
+            return;
+        }
         match self.phase {
             Phase::Idle => {
                 if heavy {
@@ -493,6 +537,7 @@ impl Sm {
             self.next_light,
             self.next_heavy,
             self.mcast_due,
+            self.election.next_poll,
             self.sa.poll_timeout(),
         ]
         .into_iter()
@@ -505,8 +550,9 @@ impl Sm {
         self.mcast_batch(now);
         for purpose in self.reqs.expire(now) {
             tracing::debug!(?purpose, "SMP lost after retries");
-            self.on_lost(purpose);
+            self.on_lost(now, purpose);
         }
+        self.poll_master(now);
         if matches!(self.phase, Phase::Idle) && self.next_heavy.is_some_and(|t| t <= now) {
             self.next_heavy = None;
             self.begin_heavy(now);
@@ -528,6 +574,11 @@ impl Sm {
     pub fn handle_mad_from(&mut self, now: Nanos, from: Requester, buf: &[u8]) {
         let slid = from.lid;
         if buf.get(1) == Some(&MgmtClass::SubnAdm.to_raw_value()) {
+            if self.election.state != sm_mad::sm_info::SmState::Master {
+                // Only the master's SA serves (requesters find it through PortInfo.MasterSMLID).
+                tracing::debug!("SA MAD to a non-master SM dropped");
+                return;
+            }
             // Subnet administration, whatever else is wrong with it: the SA answers.
             self.sa.set_act_count(self.reqs.counts.sent as u32);
             self.sa.handle_mad(now, from, buf);
@@ -557,6 +608,9 @@ impl Sm {
                 }
             }
             Method::Trap => self.on_trap(now, slid, &s),
+            Method::Get | Method::Set if s.attr_id == attr::SM_INFO => {
+                self.on_sm_info_request(now, slid, &s)
+            }
             _ => tracing::trace!(method = ?s.method, "SMP request not served"),
         }
         self.advance(now);
@@ -617,6 +671,7 @@ impl Sm {
                 self.reqs.submit(now, Purpose::LightSwitchInfo, lid, b);
             }
         }
+        self.light_sm_checks(now);
     }
 
     fn submit(&mut self, now: Nanos, purpose: Purpose, attr_id: u16, attr_mod: u32, path: &[u8]) {
@@ -653,7 +708,13 @@ impl Sm {
         }
     }
 
-    fn on_lost(&mut self, purpose: Purpose) {
+    fn on_lost(&mut self, now: Nanos, purpose: Purpose) {
+        match purpose {
+            Purpose::PollMaster => return self.on_poll(now, None),
+            // A port may claim IsSM without an SM answering: no candidate, no error.
+            Purpose::SmInfo { .. } | Purpose::SmControl { .. } | Purpose::LightSmInfo => return,
+            _ => {}
+        }
         if matches!(
             purpose,
             Purpose::SetMft { .. } | Purpose::SetMcastTop { .. }
@@ -701,6 +762,16 @@ impl Sm {
                 Phase::Discover(d) => {
                     self.report.discovery_ns = now - self.phase_at;
                     self.phase_at = now;
+                    if d.own.is_some() {
+                        match self.elect(now, &d) {
+                            election::Decision::Standby(m) => {
+                                self.report.discovery_min = discovery_min(&d);
+                                self.finish_standby(now, m);
+                                continue;
+                            }
+                            election::Decision::Master => self.become_master(),
+                        }
+                    }
                     match self.plan(d) {
                         Ok(p) => {
                             self.phase = Phase::Program(p);
@@ -771,6 +842,7 @@ impl Sm {
         r.mads_lost = c.lost - self.counts_at.lost;
         r.sweep_ns = now - self.started_at;
         r.subnet_up = r.errors.is_empty() && r.mads_lost == 0;
+        r.sm_state = "master".into();
         self.up = r.subnet_up;
         if r.subnet_up {
             tracing::info!(
@@ -813,6 +885,20 @@ impl Sm {
     // Answers.
 
     fn on_answer(&mut self, now: Nanos, purpose: Purpose, s: &smp::Repr) {
+        match purpose {
+            Purpose::PollMaster => return self.on_poll(now, Some(s)),
+            Purpose::SmControl { control, to } => {
+                return self.on_control_answer(now, control, to, s);
+            }
+            Purpose::LightSmInfo => return self.on_light_sm_info(now, s),
+            Purpose::SmInfo { node, port } => {
+                if let (Phase::Discover(d), MadStatus::OK) = (&mut self.phase, s.status) {
+                    Self::on_sm_info(d, node, port, s);
+                }
+                return;
+            }
+            _ => {}
+        }
         if matches!(
             purpose,
             Purpose::SetMft { .. } | Purpose::SetMcastTop { .. }
@@ -909,6 +995,7 @@ impl Sm {
             return;
         };
         let mut follow: Vec<(Purpose, u16, u32, Vec<u8>)> = Vec::new();
+        let mut sm_ask = None;
         match purpose {
             Purpose::NodeInfo { path, from } => {
                 let Ok(info) = s.attribute::<node_info::Repr>() else {
@@ -973,6 +1060,8 @@ impl Sm {
                 }
                 if path.is_empty() {
                     d.own = Some((idx, lp));
+                    d.own_guid = info.port_guid;
+                    self.own_guid = info.port_guid;
                 }
                 if let Some((pn, pp)) = from {
                     link(d, (pn, pp), (idx, lp));
@@ -1008,6 +1097,12 @@ impl Sm {
                     if is_switch {
                         slot.guid = n.info.node_guid;
                     }
+                    let end = !is_switch || port == 0;
+                    if end && Self::is_other_sm(&pi, own == Some((node, port))) {
+                        if let Some(p) = &path {
+                            sm_ask = Some((node, port, p.clone()));
+                        }
+                    }
                     let linked = pi.port_physical_state == PhysPortState::LinkUp && port != 0;
                     let explore =
                         linked && slot.peer.is_none() && (is_switch || own == Some((node, port)));
@@ -1031,8 +1126,14 @@ impl Sm {
             }
             _ => {}
         }
+        if sm_ask.is_some() {
+            d.sm_asks += 1;
+        }
         for (purpose, attr_id, attr_mod, path) in follow {
             self.submit(now, purpose, attr_id, attr_mod, &path);
+        }
+        if let Some((node, port, path)) = sm_ask {
+            self.ask_sm_info(now, node, port, &path);
         }
     }
 
@@ -1818,7 +1919,10 @@ impl Sm {
             issuer: slid,
             trap_number,
         });
-        if trap_number == notice::trap::LINK_STATE_CHANGE || trap_number == 0 {
+        // 144: a port's capabilities changed, IsSM among them (an SM started, or a standby
+        // with a higher priority asks to be handed the subnet).
+        if trap_number == notice::trap::LINK_STATE_CHANGE || trap_number == 144 || trap_number == 0
+        {
             self.request_sweep(now, true);
         }
     }
@@ -1842,7 +1946,7 @@ fn discovery_min(d: &Discovery) -> u64 {
     }
     let nodes = d.nodes.len() as u64;
     let switches = d.nodes.iter().filter(|n| n.is_switch()).count() as u64;
-    ends / 2 + 1 + nodes + switches + ports
+    ends / 2 + 1 + nodes + switches + ports + d.sm_asks
 }
 
 /// The PortInfo Set that gives a port the settings of `want` (and moves it from INIT to

@@ -1,6 +1,7 @@
 //! Drives the SM core against the in-process simulated fabric in virtual time, in one
 //! thread: the core's transmits go into the fabric, the fabric's deliveries come back, and
-//! time jumps to whichever deadline is next.
+//! time jumps to whichever deadline is next. More SMs can sit on other ports of the same
+//! fabric ([`SimDriver::add_sm`]) to exercise the election, handover and failover.
 
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::lid::LidStore;
@@ -8,12 +9,25 @@ use sm_sim::{EndpointId, Sim, SimConfig};
 
 use crate::core::{Event, Nanos, Params, Sm};
 
+/// Another SM on the same fabric.
+#[derive(Debug)]
+pub struct PeerSm {
+    pub sm: Sm,
+    pub ep: EndpointId,
+    pub port: PortIdx,
+    /// A stopped SM gets no MADs and no time, as if its process had died.
+    pub running: bool,
+}
+
 /// The SM and its fabric.
 #[derive(Debug)]
 pub struct SimDriver {
     pub sim: Sim,
     pub sm: Sm,
     pub ep: EndpointId,
+    sm_port: PortIdx,
+    /// SMs on other ports, driven alongside `sm`.
+    pub peers: Vec<PeerSm>,
     now: Nanos,
 }
 
@@ -32,7 +46,38 @@ impl SimDriver {
             sim,
             sm: Sm::new(params, lids),
             ep,
+            sm_port,
+            peers: Vec::new(),
             now: 0,
+        }
+    }
+
+    /// Attaches another SM at `port` (not started); returns its index in `peers`.
+    pub fn add_sm(&mut self, port: PortIdx, params: Params, lids: LidStore) -> usize {
+        let ep = self.sim.attach(port);
+        self.peers.push(PeerSm {
+            sm: Sm::new(params, lids),
+            ep,
+            port,
+            running: true,
+        });
+        self.peers.len() - 1
+    }
+
+    /// Starts peer `i`: its port claims an SM (IsSM) and it sweeps.
+    pub fn start_peer(&mut self, i: usize) {
+        let now = self.now;
+        if let Some(p) = self.peers.get_mut(i) {
+            self.sim.set_is_sm(p.port, true);
+            p.sm.start(now);
+        }
+    }
+
+    /// Stops peer `i` for good: its port no longer claims an SM and it answers nothing.
+    pub fn stop_peer(&mut self, i: usize) {
+        if let Some(p) = self.peers.get_mut(i) {
+            p.running = false;
+            self.sim.set_is_sm(p.port, false);
         }
     }
 
@@ -45,40 +90,64 @@ impl SimDriver {
     /// left to do (no pending event and no core deadline).
     pub fn step(&mut self) -> bool {
         self.flush();
-        let next = match (self.sim.next_event(), self.sm.poll_timeout()) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => return false,
+        let Some(next) = self.next_deadline() else {
+            return false;
         };
         self.now = self.now.max(next);
         self.sim.advance(self.now);
-        while let Some(m) = self.sim.recv(self.ep) {
-            self.sm.handle_mad(self.now, m.slid, &m.mad);
-        }
-        if self.sm.poll_timeout().is_some_and(|t| t <= self.now) {
-            self.sm.handle_timeout(self.now);
-        }
-        // What the core queued goes out now, so `next_deadline` sees it.
+        self.deliver_and_time();
+        // What the cores queued goes out now, so `next_deadline` sees it.
         self.flush();
         true
     }
 
-    /// Hands the core's queued MADs to the fabric.
+    /// Hands every MAD the fabric delivered to its SM, then runs the timers that are due.
+    fn deliver_and_time(&mut self) {
+        let now = self.now;
+        while let Some(m) = self.sim.recv(self.ep) {
+            self.sm.handle_mad(now, m.slid, &m.mad);
+        }
+        if self.sm.poll_timeout().is_some_and(|t| t <= now) {
+            self.sm.handle_timeout(now);
+        }
+        for p in self.peers.iter_mut().filter(|p| p.running) {
+            while let Some(m) = self.sim.recv(p.ep) {
+                p.sm.handle_mad(now, m.slid, &m.mad);
+            }
+            if p.sm.poll_timeout().is_some_and(|t| t <= now) {
+                p.sm.handle_timeout(now);
+            }
+        }
+    }
+
+    /// Hands the cores' queued MADs to the fabric.
     fn flush(&mut self) {
         while let Some(t) = self.sm.poll_transmit() {
             if let Err(e) = self.sim.send(self.ep, t.dlid, &t.mad) {
                 tracing::warn!("simulated fabric refused a MAD: {e}");
             }
         }
+        for p in self.peers.iter_mut().filter(|p| p.running) {
+            while let Some(t) = p.sm.poll_transmit() {
+                if let Err(e) = self.sim.send(p.ep, t.dlid, &t.mad) {
+                    tracing::warn!("simulated fabric refused a MAD: {e}");
+                }
+            }
+        }
     }
 
     /// The next time anything is due (fabric event or core deadline).
     pub fn next_deadline(&self) -> Option<Nanos> {
-        match (self.sim.next_event(), self.sm.poll_timeout()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        std::iter::once(self.sim.next_event())
+            .chain(std::iter::once(self.sm.poll_timeout()))
+            .chain(
+                self.peers
+                    .iter()
+                    .filter(|p| p.running)
+                    .map(|p| p.sm.poll_timeout()),
+            )
+            .flatten()
+            .min()
     }
 
     /// Processes everything due up to `t` without jumping past it (real-time pacing).
@@ -89,12 +158,7 @@ impl SimDriver {
                 Some(next) if next <= t => {
                     self.now = self.now.max(next);
                     self.sim.advance(self.now);
-                    while let Some(m) = self.sim.recv(self.ep) {
-                        self.sm.handle_mad(self.now, m.slid, &m.mad);
-                    }
-                    if self.sm.poll_timeout().is_some_and(|d| d <= self.now) {
-                        self.sm.handle_timeout(self.now);
-                    }
+                    self.deliver_and_time();
                 }
                 _ => break,
             }
@@ -123,8 +187,28 @@ impl SimDriver {
         }
     }
 
-    /// Starts the first sweep.
+    /// Runs until `done` holds of the driver, or `limit` of virtual time has passed; true
+    /// when it held. Events of every SM are discarded on the way.
+    pub fn run_while(&mut self, limit: Nanos, mut done: impl FnMut(&SimDriver) -> bool) -> bool {
+        let deadline = self.now + limit;
+        loop {
+            while self.sm.poll_event().is_some() {}
+            for p in &mut self.peers {
+                while p.sm.poll_event().is_some() {}
+            }
+            if done(self) {
+                return true;
+            }
+            if self.now > deadline || !self.step() {
+                return done(self);
+            }
+        }
+    }
+
+    /// Starts the SM: its port claims an SM (IsSM, as the kernel sets it for an SM holding
+    /// the port's `issm` device) and the first sweep begins.
     pub fn start(&mut self) {
+        self.sim.set_is_sm(self.sm_port, true);
         self.sm.start(self.now);
     }
 }

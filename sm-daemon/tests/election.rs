@@ -1,0 +1,176 @@
+//! Several SMs on one simulated fabric, in virtual time: the election (the better SM is
+//! master, the other stands by and programs nothing), failover when the master dies, and
+//! handover to a better SM that comes later.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sm_core::fabric::{Fabric, PortIdx};
+use sm_core::generate::{GenSpec, generate};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Nanos, Params};
+use sm_daemon::transport::sim::SimDriver;
+use sm_mad::Guid;
+use sm_mad::sm_info::SmState;
+use sm_sim::SimConfig;
+use sm_sim::trace::AllPairsOptions;
+
+const SECOND: Nanos = 1_000_000_000;
+
+/// A two-level fat-tree of radix 6: 9 switches, 18 hosts, every CA port cabled.
+fn fabric() -> Fabric {
+    generate(&serde_json::from_str::<GenSpec>(r#"{"family":"fat-tree2","radix":6}"#).unwrap())
+        .unwrap()
+}
+
+/// Linked CA ports, in port order.
+fn ca_ports(f: &Fabric) -> Vec<PortIdx> {
+    f.cas()
+        .flat_map(|n| f.node_ports(n))
+        .filter(|&p| f.port(p).remote.is_some())
+        .collect()
+}
+
+fn params(priority: u8) -> Params {
+    Params {
+        sm_priority: priority,
+        poll_interval: SECOND,
+        poll_retries: 3,
+        ..Params::default()
+    }
+}
+
+fn all_pairs_delivered(d: &SimDriver, what: &str) {
+    let r = d.sim.check_all_pairs(&AllPairsOptions::default());
+    assert!(r.pairs > 0, "{what}: no pairs");
+    assert!(r.all_delivered(), "{what}: {:?}", r.failures);
+}
+
+/// `sm` (the driver's own SM) on the first CA port with priority `own`; one peer on the last
+/// CA port with priority `peer`, started first and brought up alone.
+fn peer_master_then_sm(own: u8, peer: u8) -> (SimDriver, Fabric) {
+    let f = fabric();
+    let cas = ca_ports(&f);
+    let mut d = SimDriver::new(
+        &f,
+        cas[0],
+        params(own),
+        LidStore::new(),
+        SimConfig::default(),
+    );
+    d.add_sm(*cas.last().unwrap(), params(peer), LidStore::new());
+    d.start_peer(0);
+    assert!(
+        d.run_while(10 * SECOND, |d| d.peers[0].sm.is_up()),
+        "the first SM brings the subnet up"
+    );
+    assert_eq!(d.peers[0].sm.sm_state(), SmState::Master);
+    all_pairs_delivered(&d, "first master");
+    d.start();
+    (d, f)
+}
+
+fn port_guid(f: &Fabric, p: PortIdx) -> Guid {
+    f.port(p).guid
+}
+
+#[test]
+fn a_lesser_sm_stands_by_and_programs_nothing() {
+    let (mut d, f) = peer_master_then_sm(0, 5);
+    let master_guid = port_guid(&f, *ca_ports(&f).last().unwrap());
+    assert!(d.run_while(10 * SECOND, |d| d.sm.sm_state() != SmState::Discovering));
+    assert_eq!(d.sm.sm_state(), SmState::Standby);
+    assert_eq!(d.sm.master().map(|m| m.guid), Some(master_guid));
+    assert!(!d.sm.is_up(), "a standby does not claim the subnet");
+    assert!(d.sm.lfts().is_none(), "a standby computes no tables");
+    // It sent its discovery and nothing more: every SMP it sent was answered without a Set.
+    let sent_after_election = d.sm.mad_counts().sent;
+    // Polling keeps the standby a standby while the master answers.
+    d.run_while(10 * SECOND, |_| false);
+    assert_eq!(d.sm.sm_state(), SmState::Standby);
+    assert_eq!(d.peers[0].sm.sm_state(), SmState::Master);
+    let polls = d.sm.mad_counts().sent - sent_after_election;
+    assert!(
+        (8..=12).contains(&polls),
+        "one poll a second for 10 s, got {polls}"
+    );
+    all_pairs_delivered(&d, "with a standby");
+}
+
+#[test]
+fn the_standby_takes_over_when_the_master_dies() {
+    let (mut d, f) = peer_master_then_sm(0, 5);
+    assert!(d.run_while(10 * SECOND, |d| d.sm.sm_state() == SmState::Standby));
+    let lids_before: Vec<_> = ca_ports(&f)
+        .iter()
+        .map(|&p| d.sim.port(p).info.lid)
+        .collect();
+    d.stop_peer(0);
+    let died = d.now();
+    assert!(
+        d.run_while(30 * SECOND, |d| d.sm.is_up()),
+        "the standby brought the subnet up"
+    );
+    let took = d.now() - died;
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+    // Three polls missed, a second apart, each after its SMP retries (4 x 200 ms).
+    assert!(
+        (2 * SECOND..6 * SECOND).contains(&took),
+        "took over after {took} ns"
+    );
+    all_pairs_delivered(&d, "after failover");
+    let lids_after: Vec<_> = ca_ports(&f)
+        .iter()
+        .map(|&p| d.sim.port(p).info.lid)
+        .collect();
+    assert_eq!(lids_before, lids_after, "the new master keeps the LIDs");
+}
+
+#[test]
+fn a_better_sm_that_comes_later_is_handed_the_subnet() {
+    let (mut d, f) = peer_master_then_sm(7, 2);
+    let new_guid = port_guid(&f, ca_ports(&f)[0]);
+    let old_guid = port_guid(&f, *ca_ports(&f).last().unwrap());
+    assert!(
+        d.run_while(30 * SECOND, |d| d.sm.is_up()
+            && d.peers[0].sm.sm_state() == SmState::Standby),
+        "handover: ours {:?}, peer {:?}",
+        d.sm.sm_state(),
+        d.peers[0].sm.sm_state()
+    );
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+    assert_eq!(d.peers[0].sm.master().map(|m| m.guid), Some(new_guid));
+    assert!(d.sm.remote_sms().iter().any(|r| r.guid == old_guid));
+    all_pairs_delivered(&d, "after handover");
+    // Settled: the old master stays standby, polling the new one.
+    d.run_while(5 * SECOND, |_| false);
+    assert_eq!(d.peers[0].sm.sm_state(), SmState::Standby);
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+}
+
+#[test]
+fn equal_priorities_elect_the_lower_guid() {
+    let f = fabric();
+    let cas = ca_ports(&f);
+    let (a, b) = (cas[0], *cas.last().unwrap());
+    let mut d = SimDriver::new(&f, a, params(3), LidStore::new(), SimConfig::default());
+    d.add_sm(b, params(3), LidStore::new());
+    // Both start at once.
+    d.start();
+    d.start_peer(0);
+    assert!(d.run_while(20 * SECOND, |d| {
+        d.sm.sm_state() != SmState::Discovering && d.peers[0].sm.sm_state() != SmState::Discovering
+    }));
+    let (winner, loser) = if port_guid(&f, a).0 < port_guid(&f, b).0 {
+        (&d.sm, &d.peers[0].sm)
+    } else {
+        (&d.peers[0].sm, &d.sm)
+    };
+    assert_eq!(winner.sm_state(), SmState::Master);
+    assert_eq!(loser.sm_state(), SmState::Standby);
+    let winner_up = winner.is_up();
+    assert!(
+        winner_up || d.run_while(10 * SECOND, |d| d.sm.is_up() || d.peers[0].sm.is_up()),
+        "the master brings the subnet up"
+    );
+    all_pairs_delivered(&d, "after a simultaneous start");
+}
