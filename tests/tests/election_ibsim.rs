@@ -276,3 +276,20 @@ fn a_standby_ibsm_takes_over_when_the_master_stops() {
         );
     }
 }
+
+#[test]
+fn opensm_hands_the_subnet_over_to_a_better_ibsm() {
+    let scratch = Scratch::new("election", "osm-handover");
+    let sim = start_sim(scratch.path());
+    let _osm = opensm(&sim, "Hca1", 3);
+    wait_for_log(&sim, "osm-Hca1/osm.log", "SUBNET UP", 60);
+    let before = lids(&sim);
+    let _ibsm = ibsm(&sim, "Hca2", &["--priority", "10"], "ibsm.log");
+    // OpenSM sees a better SM (standing by, or still discovering) and hands over.
+    wait_for_log(&sim, "ibsm.log", "handover received", 60);
+    wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
+    wait_for_log(&sim, "osm-Hca1/osm.log", "Entering STANDBY state", 30);
+    let ours = hca_port_guid(&sim, "Hca2");
+    assert_eq!(sminfo(&sim, "Hca3", None), (ours, "SMINFO_MASTER".into()));
+    assert_eq!(lids(&sim), before, "ibsm keeps the LIDs OpenSM gave");
+}

@@ -11,7 +11,7 @@
 
 use sm_mad::sm_info::{self, SmInfoControl, SmState};
 use sm_mad::smp::{self, Route};
-use sm_mad::{Guid, Lid, MadStatus, Method, attr, port_info};
+use sm_mad::{Guid, Lid, MadStatus, Method, attr, notice, port_info};
 
 use super::{Discovery, Event, Nanos, Phase, Purpose, Sm, emit_data};
 
@@ -159,6 +159,12 @@ impl Sm {
         if d.own_guid.0 != 0 {
             self.own_guid = d.own_guid;
         }
+        if let Some(pi) = d
+            .own
+            .and_then(|(n, p)| d.nodes.get(n)?.ports.get(p as usize)?.info)
+        {
+            self.own_lid = pi.lid;
+        }
         let me = (self.p.sm_priority, self.own_guid);
         let mut others: Vec<RemoteSm> = d
             .sms
@@ -292,7 +298,10 @@ impl Sm {
             .and_then(|s| s.attribute::<sm_info::Repr>().ok())
             .map(|i| i.sm_state);
         match state {
-            Some(SmState::Master) => self.election.misses = 0,
+            Some(SmState::Master) => {
+                self.election.misses = 0;
+                self.ask_for_handover();
+            }
             // Not (or not yet) master: counts as a miss, so a better SM that never takes
             // over does not keep the subnet without one.
             Some(SmState::Discovering) | None => self.election.misses += 1,
@@ -309,6 +318,40 @@ impl Sm {
             self.begin_heavy(now);
         } else {
             self.election.next_poll = Some(now + self.p.poll_interval);
+        }
+    }
+
+    /// A standby that outranks the master tells it so with a trap 144 (SM priority
+    /// changed), after every poll, as OpenSM does: the master's heavy sweep then hands the
+    /// subnet over.
+    fn ask_for_handover(&mut self) {
+        let Some(m) = self.election.master.as_ref() else {
+            return;
+        };
+        if m.lid.0 == 0 || !outranks(self.p.sm_priority, self.own_guid, m.priority, m.guid) {
+            return;
+        }
+        let details = notice::details_144::Repr {
+            lid_addr: self.own_lid,
+            capability_mask: port_info::cap::IS_SM,
+            sm_priority_change: true,
+            ..Default::default()
+        };
+        let n = notice::Repr::generic(
+            notice::ProducerType::Ca,
+            self.own_lid,
+            notice::Trap::LocalChanges(details),
+        );
+        let tid = self.reqs.tid();
+        let mut req = smp::Repr::request(Method::Trap, tid, attr::NOTICE, 0, Route::Lid);
+        req.m_key = self.p.m_key;
+        if req.set_attribute(&n).is_err() {
+            return;
+        }
+        if let Ok(bytes) = req.to_bytes() {
+            tracing::debug!(master = %m.guid, "trap 144: asking the master for the subnet");
+            let lid = m.lid;
+            self.reqs.send_unsolicited(lid, bytes);
         }
     }
 
