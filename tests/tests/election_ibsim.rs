@@ -203,6 +203,20 @@ fn opensm_stands_by_for_a_better_ibsm() {
         !log.contains("Entering MASTER state"),
         "OpenSM took the subnet:\n{log}"
     );
+    // ibsm's SA lists both SMs (SMInfoRecord), OpenSM with its priority.
+    let theirs = hca_port_guid(&sim, "Hca2");
+    let out = sim.script("SIM_HOST=Hca3 t saquery SMIR", 30);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let records: Vec<&str> = text.split("SMInfoRecord dump:").skip(1).collect();
+    assert_eq!(records.len(), 2, "{text}");
+    let find = |g: Guid| {
+        records
+            .iter()
+            .find(|r| r.contains(&format!("GUID..................{g}")))
+            .unwrap_or_else(|| panic!("no record of {g}: {text}"))
+    };
+    assert!(find(ours).contains("Priority..............10"), "{text}");
+    assert!(find(theirs).contains("Priority..............0"), "{text}");
 }
 
 #[test]

@@ -99,6 +99,27 @@ impl Sm {
         &self.election.remote
     }
 
+    /// The other SMs as SMInfo, with their LIDs (for the SA).
+    pub(super) fn remote_sm_infos(&self) -> Vec<(Lid, sm_info::Repr)> {
+        self.election
+            .remote
+            .iter()
+            .filter(|r| r.guid != self.own_guid && r.lid.0 != 0)
+            .map(|r| {
+                (
+                    r.lid,
+                    sm_info::Repr {
+                        guid: r.guid,
+                        sm_key: 0,
+                        act_count: r.act_count,
+                        priority: r.priority,
+                        sm_state: r.state,
+                    },
+                )
+            })
+            .collect()
+    }
+
     /// Our SMInfo; the SM_Key only for a requester that presented it.
     fn own_sm_info(&self, show_key: bool) -> sm_info::Repr {
         sm_info::Repr {
@@ -570,6 +591,13 @@ impl Sm {
         };
         if s.status != MadStatus::OK || i.guid == self.own_guid {
             return;
+        }
+        if let Some(r) = self.election.remote.iter_mut().find(|r| r.guid == i.guid) {
+            r.state = i.sm_state;
+            r.priority = i.priority;
+            r.act_count = i.act_count;
+            let infos = self.remote_sm_infos();
+            self.sa.set_remote_sms(infos);
         }
         let better = outranks(i.priority, i.guid, self.p.sm_priority, self.own_guid);
         let other_master = i.sm_state == SmState::Master;

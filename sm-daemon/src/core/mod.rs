@@ -1792,6 +1792,7 @@ impl Sm {
             qos: self.p.qos.enabled,
         };
         let mut db = sa::Db::build(f, lfts, self.pkey_tables.as_ref().unwrap_or(&empty), params);
+        db.set_remote_sms(self.remote_sm_infos());
         for (i, n) in f.nodes().iter().enumerate() {
             let Some(dn) = p
                 .disc

@@ -26,7 +26,7 @@ use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::partitions::PKeyTables;
 use sm_mad::link::Rate;
 use sm_mad::port_info::{self, Mtu, VlCap, link_width};
-use sm_mad::sm_info::SmState;
+use sm_mad::sm_info::{self, SmState};
 use sm_mad::{Guid, Lid, PKey, lft, mft, node_description, node_info, sl2vl, switch_info, vl_arb};
 
 /// "None" in the dense index arrays.
@@ -146,6 +146,8 @@ pub struct Db {
     pub(crate) partition_sl: HashMap<u16, u8>,
     /// QP0 MADs the SM has sent (SMInfo ActCount), updated by the core.
     pub(crate) act_count: u32,
+    /// The other SMs the core found, with their LIDs (SMInfoRecord lists them too).
+    pub(crate) remote_sms: Vec<(Lid, sm_info::Repr)>,
 }
 
 /// PortInfo's rate code for the active width and speed (OpenSM's `compute_rate`): the
@@ -320,6 +322,7 @@ impl Db {
             mft: BTreeMap::new(),
             partition_sl: HashMap::new(),
             act_count: 0,
+            remote_sms: Vec::new(),
         };
         for s in &lfts.switches {
             if let Some(n) = fabric.node_by_guid(s.guid) {
@@ -463,6 +466,14 @@ impl Db {
     /// The SMInfo ActCount (the core keeps it current).
     pub fn set_act_count(&mut self, n: u32) {
         self.act_count = n;
+    }
+
+    /// The other SMs of the subnet (their SM_Key is never shown).
+    pub fn set_remote_sms(&mut self, sms: Vec<(Lid, sm_info::Repr)>) {
+        self.remote_sms = sms
+            .into_iter()
+            .map(|(l, i)| (l, sm_info::Repr { sm_key: 0, ..i }))
+            .collect();
     }
 
     // ---------------------------------------------------------------------------------

@@ -520,6 +520,13 @@ impl Server {
         }
     }
 
+    /// The other SMs of the subnet, for SMInfoRecord.
+    pub fn set_remote_sms(&mut self, sms: Vec<(Lid, sm_mad::sm_info::Repr)>) {
+        if let Some(db) = &mut self.db {
+            db.set_remote_sms(sms);
+        }
+    }
+
     pub fn stats(&self) -> SaStats {
         self.stats
     }

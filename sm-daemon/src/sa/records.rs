@@ -575,28 +575,32 @@ fn sm_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let Some(own) = db.port_by_guid(db.p.sm_port_guid) else {
         return Ok(());
     };
-    if q.mask & comp::LID != 0 && db.port_by_lid(tmpl.lid) != Some(own) {
-        // Remote SMs are not tracked yet: only our own SM has a record.
-        return Ok(());
-    }
-    if !db.share_pkey(q.req, own) {
-        return Ok(());
-    }
-    let rec = sm_info_record::Repr {
-        lid: Lid(db.lid_range(own).0),
-        sm_info: sm_info::Repr {
-            guid: db.p.sm_port_guid,
-            sm_key: 0,
-            act_count: db.act_count,
-            priority: db.p.sm_priority,
-            sm_state: db.p.sm_state,
-        },
+    let ours = sm_info::Repr {
+        guid: db.p.sm_port_guid,
+        sm_key: 0,
+        act_count: db.act_count,
+        priority: db.p.sm_priority,
+        sm_state: db.p.sm_state,
     };
-    let mut buf = [0u8; sm_info_record::LEN];
-    // OpenSM compares GUID, priority and state only.
-    let skip = comp::LID | comp::SM_KEY | comp::ACT_COUNT;
-    if rec.emit(&mut buf).is_ok() && l.matches(q.rec, &buf, q.mask, skip) {
-        out.push(&buf);
+    let all =
+        std::iter::once((Lid(db.lid_range(own).0), ours)).chain(db.remote_sms.iter().copied());
+    for (lid, sm_info) in all {
+        let Some(port) = db.port_by_lid(lid) else {
+            continue;
+        };
+        if q.mask & comp::LID != 0 && db.port_by_lid(tmpl.lid) != Some(port) {
+            continue;
+        }
+        if !db.share_pkey(q.req, port) {
+            continue;
+        }
+        let rec = sm_info_record::Repr { lid, sm_info };
+        let mut buf = [0u8; sm_info_record::LEN];
+        // OpenSM compares GUID, priority and state only.
+        let skip = comp::LID | comp::SM_KEY | comp::ACT_COUNT;
+        if rec.emit(&mut buf).is_ok() && l.matches(q.rec, &buf, q.mask, skip) {
+            out.push(&buf);
+        }
     }
     Ok(())
 }
