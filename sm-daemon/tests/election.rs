@@ -39,6 +39,14 @@ fn params(priority: u8) -> Params {
     }
 }
 
+/// Client reregistrations each CA port has received.
+fn reregistrations(d: &SimDriver, f: &Fabric) -> Vec<u32> {
+    ca_ports(f)
+        .iter()
+        .map(|&p| d.sim.port(p).reregistrations)
+        .collect()
+}
+
 fn all_pairs_delivered(d: &SimDriver, what: &str) {
     let r = d.sim.check_all_pairs(&AllPairsOptions::default());
     assert!(r.pairs > 0, "{what}: no pairs");
@@ -94,6 +102,9 @@ fn a_lesser_sm_stands_by_and_programs_nothing() {
         "one poll a second for 10 s, got {polls}"
     );
     all_pairs_delivered(&d, "with a standby");
+    // The master asked each CA's clients to register once, when it became master; the
+    // standby asked nothing.
+    assert!(reregistrations(&d, &f).iter().all(|&n| n == 1));
 }
 
 #[test]
@@ -104,6 +115,7 @@ fn the_standby_takes_over_when_the_master_dies() {
         .iter()
         .map(|&p| d.sim.port(p).info.lid)
         .collect();
+    assert!(reregistrations(&d, &f).iter().all(|&n| n == 1));
     d.stop_peer(0);
     let died = d.now();
     assert!(
@@ -123,6 +135,15 @@ fn the_standby_takes_over_when_the_master_dies() {
         .map(|&p| d.sim.port(p).info.lid)
         .collect();
     assert_eq!(lids_before, lids_after, "the new master keeps the LIDs");
+    // The new master's SA knows nothing of the old one's registrations: every client is
+    // asked to register again, once.
+    assert!(
+        reregistrations(&d, &f).iter().all(|&n| n == 2),
+        "{:?}",
+        reregistrations(&d, &f)
+    );
+    d.run_while(30 * SECOND, |_| false);
+    assert!(reregistrations(&d, &f).iter().all(|&n| n == 2));
 }
 
 #[test]

@@ -300,6 +300,12 @@ impl Agent<'_> {
             i.master_sm_lid = new.master_sm_lid;
             i.lmc = new.lmc;
             i.master_sm_sl = new.master_sm_sl;
+            // The bit is an event for the host (reads back 0): counted, not kept.
+            if new.client_reregister
+                && i.capability_mask & port_info::cap::IS_CLIENT_REREGISTRATION_SUPPORTED != 0
+            {
+                port.reregistrations += 1;
+            }
             i.client_reregister = false;
             i.subnet_timeout = new.subnet_timeout;
         }

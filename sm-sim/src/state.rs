@@ -93,6 +93,9 @@ pub struct SimPort {
     pub lease: Lease,
     /// Faults on each crossing of this port's link (set on both ends).
     pub faults: Option<Box<crate::Faults>>,
+    /// Client reregistration requests received (PortInfo Sets with ClientReregister on an
+    /// end port): each tells the host's SA clients to register again.
+    pub reregistrations: u32,
 }
 
 /// A port's VL arbitration tables.
@@ -245,6 +248,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             hw,
             lease: Lease::default(),
             faults: None,
+            reregistrations: 0,
         };
         port.power_up(kind);
         ports.push(port);

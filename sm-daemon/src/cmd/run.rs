@@ -112,6 +112,9 @@ struct Report {
     mft_blocks_sent: u64,
     switch_info_sets: u64,
     port_info_sets: u64,
+    /// PortInfo Sets asking a host's SA clients to register again (a new master's first
+    /// sweep).
+    client_reregisters: u64,
     pkey_blocks_sent: u64,
     qos_sets: u64,
     sweep_ms: f64,
@@ -160,6 +163,7 @@ impl Report {
             mft_blocks_sent: r.mft_blocks_sent,
             switch_info_sets: r.switch_info_sets,
             port_info_sets: r.port_info_sets,
+            client_reregisters: r.client_reregisters,
             pkey_blocks_sent: r.pkey_blocks_sent,
             qos_sets: r.qos_sets,
             sweep_ms: ms(r.sweep_ns),

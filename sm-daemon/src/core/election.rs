@@ -40,6 +40,10 @@ pub(super) struct Election {
     pub(super) handing_to: Option<Guid>,
     /// The other SMs the last heavy sweep found.
     pub(super) remote: Vec<RemoteSm>,
+    /// A new master (just started, or taking over): its sweeps ask every end port that can
+    /// for a client reregistration until one brings the subnet up, since what the SA
+    /// knew (joins, services, subscriptions) is gone.
+    pub(super) fresh: bool,
 }
 
 impl Default for Election {
@@ -51,6 +55,7 @@ impl Default for Election {
             misses: 0,
             handing_to: None,
             remote: Vec::new(),
+            fresh: false,
         }
     }
 }
@@ -238,6 +243,7 @@ impl Sm {
     pub(super) fn become_master(&mut self) {
         if self.election.state != SmState::Master {
             tracing::info!(priority = self.p.sm_priority, "entering MASTER state");
+            self.election.fresh = true;
         }
         self.election.state = SmState::Master;
         self.election.master = None;
@@ -285,27 +291,47 @@ impl Sm {
         let Some(m) = self.election.master.clone() else {
             return;
         };
+        if !self.send_sm_info(now, Purpose::PollMaster, Method::Get, 0, &m) {
+            // No way to reach it: a missed poll.
+            self.on_poll(now, None);
+        }
+    }
+
+    /// An SMInfo request (with our SMInfo as data) to another SM: LID-routed when its LID is
+    /// known, else along its directed route; false when it has neither.
+    fn send_sm_info(
+        &mut self,
+        now: Nanos,
+        purpose: Purpose,
+        method: Method,
+        modifier: u32,
+        to: &RemoteSm,
+    ) -> bool {
         let data = emit_data(&self.own_sm_info(true));
-        if m.lid.0 != 0 && m.lid != Lid::PERMISSIVE {
+        if to.lid.0 != 0 && to.lid != Lid::PERMISSIVE {
             let tid = self.reqs.tid();
-            let mut req = smp::Repr::request(Method::Get, tid, attr::SM_INFO, 0, Route::Lid);
+            let mut req = smp::Repr::request(method, tid, attr::SM_INFO, modifier, Route::Lid);
             req.m_key = self.p.m_key;
             if let Some(d) = data {
                 req.data.0 = d;
             }
             if let Ok(b) = req.to_bytes() {
-                self.reqs.submit(now, Purpose::PollMaster, m.lid, b);
+                self.reqs.submit(now, purpose, to.lid, b);
             }
-        } else {
+            true
+        } else if !to.path.is_empty() {
             self.submit_smp(
                 now,
-                Purpose::PollMaster,
-                Method::Get,
+                purpose,
+                method,
                 attr::SM_INFO,
-                0,
-                &m.path,
+                modifier,
+                &to.path,
                 data,
             );
+            true
+        } else {
+            false
         }
     }
 
@@ -378,32 +404,13 @@ impl Sm {
 
     /// Set(SMInfo) with `control` to `to`.
     fn send_control(&mut self, now: Nanos, to: &RemoteSm, control: SmInfoControl) {
-        let data = emit_data(&self.own_sm_info(true));
         let modifier = u32::from(control);
         let purpose = Purpose::SmControl {
             control: modifier,
             to: to.guid,
         };
-        if to.lid.0 != 0 && to.lid != Lid::PERMISSIVE {
-            let tid = self.reqs.tid();
-            let mut req = smp::Repr::request(Method::Set, tid, attr::SM_INFO, modifier, Route::Lid);
-            req.m_key = self.p.m_key;
-            if let Some(d) = data {
-                req.data.0 = d;
-            }
-            if let Ok(b) = req.to_bytes() {
-                self.reqs.submit(now, purpose, to.lid, b);
-            }
-        } else {
-            self.submit_smp(
-                now,
-                purpose,
-                Method::Set,
-                attr::SM_INFO,
-                modifier,
-                &to.path,
-                data,
-            );
+        if !self.send_sm_info(now, purpose, Method::Set, modifier, to) {
+            tracing::debug!(to = %to.guid, "no route to that SM");
         }
     }
 
@@ -559,28 +566,7 @@ impl Sm {
             .cloned()
             .collect();
         for r in known {
-            let data = emit_data(&self.own_sm_info(true));
-            if r.lid.0 != 0 && r.lid != Lid::PERMISSIVE {
-                let tid = self.reqs.tid();
-                let mut req = smp::Repr::request(Method::Get, tid, attr::SM_INFO, 0, Route::Lid);
-                req.m_key = self.p.m_key;
-                if let Some(d) = data {
-                    req.data.0 = d;
-                }
-                if let Ok(b) = req.to_bytes() {
-                    self.reqs.submit(now, Purpose::LightSmInfo, r.lid, b);
-                }
-            } else if !r.path.is_empty() {
-                self.submit_smp(
-                    now,
-                    Purpose::LightSmInfo,
-                    Method::Get,
-                    attr::SM_INFO,
-                    0,
-                    &r.path,
-                    data,
-                );
-            }
+            let _ = self.send_sm_info(now, Purpose::LightSmInfo, Method::Get, 0, &r);
         }
     }
 

@@ -168,6 +168,9 @@ pub struct SweepReport {
     pub errors: Vec<String>,
     /// "master", or "standby" when the election left the subnet to another SM.
     pub sm_state: String,
+    /// PortInfo Sets that asked a port's SA clients to register again (a new master's
+    /// sweeps; part of `port_info_sets`).
+    pub client_reregisters: u64,
 }
 
 /// What the core tells the shell.
@@ -843,6 +846,9 @@ impl Sm {
         r.sweep_ns = now - self.started_at;
         r.subnet_up = r.errors.is_empty() && r.mads_lost == 0;
         r.sm_state = "master".into();
+        if r.subnet_up {
+            self.election.fresh = false;
+        }
         self.up = r.subnet_up;
         if r.subnet_up {
             tracing::info!(
@@ -1497,6 +1503,8 @@ impl Sm {
         };
         let mut sends: Vec<PlannedSet> = Vec::new();
         let mut counts = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+        let fresh = self.election.fresh;
+        let mut reregs = 0u64;
         // SwitchInfo comes before the LFT: it is where a switch that lost its tables is noticed.
         let parts: &[Stage] = match p.stage {
             Stage::PortInfo => &[
@@ -1524,16 +1532,26 @@ impl Sm {
                         else {
                             continue;
                         };
-                        if same_settings(&cur, want) {
+                        let rereg = fresh
+                            && (!n.is_switch() || pn == 0)
+                            && cur.capability_mask
+                                & port_info::cap::IS_CLIENT_REREGISTRATION_SUPPORTED
+                                != 0;
+                        if same_settings(&cur, want) && !rereg {
                             continue;
                         }
                         let Some(path) = n.route_to(pn) else { continue };
+                        let want = &port_info::Repr {
+                            client_reregister: rereg,
+                            ..*want
+                        };
                         // A linked port still in INIT goes to ARMED with its settings.
                         let armed = cur.port_state == PortState::Init
                             && n.ports[pn as usize].peer.is_some()
                             && !(n.is_switch() && pn == 0);
                         if let Some(data) = settings_set(want, armed) {
                             counts.0 += 1;
+                            reregs += u64::from(rereg);
                             if armed {
                                 counts.6 += 1;
                             }
@@ -1693,6 +1711,7 @@ impl Sm {
             }
         }
         self.report.port_info_sets += counts.0 + counts.3;
+        self.report.client_reregisters += reregs;
         self.report.switch_info_sets += counts.1;
         self.report.lft_blocks_sent += counts.2;
         self.report.port_state_sets += counts.3;
