@@ -4,10 +4,10 @@
 //! Every heavy sweep asks each end port whose PortInfo.CapabilityMask has IsSM for its SMInfo.
 //! An SM that is Discovering becomes Standby when it finds a master or a better SM (higher
 //! priority, then lower port GUID), else Master. A master that finds a better standby hands
-//! the subnet over (Set(SMInfo) Handover; the receiver answers Acknowledge and sweeps). A
-//! standby polls the master every `poll_interval`; after `poll_retries` polls in a row go
-//! unanswered (each after its own SMP retries), or as soon as the master says it is no longer
-//! master, it sweeps again as Discovering, and the best remaining SM takes over.
+//! the subnet over (Set(SMInfo) Handover; it stands by once the Set is answered). A standby
+//! polls the master every `poll_interval` (one SMP each, not retried); after `poll_retries`
+//! polls in a row go unanswered, or as soon as the master says it is no longer master, it
+//! sweeps again as Discovering, and the best remaining SM takes over.
 
 use sm_mad::sm_info::{self, SmInfoControl, SmState};
 use sm_mad::smp::{self, Route};
@@ -287,7 +287,8 @@ impl Sm {
         {
             return;
         }
-        self.election.next_poll = None;
+        // A fixed cadence: the next poll is due an interval after this one was sent.
+        self.election.next_poll = Some(now + self.p.poll_interval);
         let Some(m) = self.election.master.clone() else {
             return;
         };
@@ -298,7 +299,8 @@ impl Sm {
     }
 
     /// An SMInfo request (with our SMInfo as data) to another SM: LID-routed when its LID is
-    /// known, else along its directed route; false when it has neither.
+    /// known, else along its directed route; false when it has neither. Polls go once (a
+    /// missed poll is what `poll_retries` counts); the rest with the usual SMP retries.
     fn send_sm_info(
         &mut self,
         now: Nanos,
@@ -307,6 +309,11 @@ impl Sm {
         modifier: u32,
         to: &RemoteSm,
     ) -> bool {
+        let retries = if matches!(purpose, Purpose::PollMaster) {
+            0
+        } else {
+            self.p.smp_retries
+        };
         let data = emit_data(&self.own_sm_info(true));
         if to.lid.0 != 0 && to.lid != Lid::PERMISSIVE {
             let tid = self.reqs.tid();
@@ -316,26 +323,19 @@ impl Sm {
                 req.data.0 = d;
             }
             if let Ok(b) = req.to_bytes() {
-                self.reqs.submit(now, purpose, to.lid, b);
+                self.reqs.submit_with(now, purpose, to.lid, b, retries);
             }
             true
         } else if !to.path.is_empty() {
-            self.submit_smp(
-                now,
-                purpose,
-                method,
-                attr::SM_INFO,
-                modifier,
-                &to.path,
-                data,
-            );
+            let what = (attr::SM_INFO, modifier);
+            self.submit_dr(now, purpose, method, what, &to.path, data, retries);
             true
         } else {
             false
         }
     }
 
-    /// The master's answer to a poll (`None`: lost after retries).
+    /// The master's answer to a poll (`None`: unanswered).
     pub(super) fn on_poll(&mut self, now: Nanos, s: Option<&smp::Repr>) {
         if self.election.state != SmState::Standby {
             return;
@@ -363,8 +363,6 @@ impl Sm {
             self.election.master = None;
             self.election.next_poll = None;
             self.begin_heavy(now);
-        } else {
-            self.election.next_poll = Some(now + self.p.poll_interval);
         }
     }
 

@@ -692,6 +692,30 @@ impl Sm {
         path: &[u8],
         data: Option<[u8; 64]>,
     ) {
+        let retries = self.p.smp_retries;
+        self.submit_dr(
+            now,
+            purpose,
+            method,
+            (attr_id, attr_mod),
+            path,
+            data,
+            retries,
+        );
+    }
+
+    /// A directed-route SMP with its own retry budget.
+    #[allow(clippy::too_many_arguments)]
+    fn submit_dr(
+        &mut self,
+        now: Nanos,
+        purpose: Purpose,
+        method: Method,
+        (attr_id, attr_mod): (u16, u32),
+        path: &[u8],
+        data: Option<[u8; 64]>,
+        retries: u32,
+    ) {
         let Some(mut req) = dr(Tid(0), method, attr_id, attr_mod, path) else {
             self.report
                 .errors
@@ -703,7 +727,9 @@ impl Sm {
             req.data.0 = d;
         }
         match req.to_bytes() {
-            Ok(b) => self.reqs.submit(now, purpose, Lid::PERMISSIVE, b),
+            Ok(b) => self
+                .reqs
+                .submit_with(now, purpose, Lid::PERMISSIVE, b, retries),
             Err(e) => self
                 .report
                 .errors

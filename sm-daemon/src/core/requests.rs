@@ -49,7 +49,8 @@ pub(crate) struct Requests<P> {
     next_tid: u32,
     inflight: HashMap<u32, Pending<P>>,
     deadlines: BTreeSet<(Nanos, u32)>,
-    backlog: VecDeque<(P, Lid, [u8; 256])>,
+    /// Requests waiting for room in the window, each with its retry budget.
+    backlog: VecDeque<(P, Lid, [u8; 256], u32)>,
     out: VecDeque<Transmit>,
     pub(crate) counts: MadCounts,
 }
@@ -78,19 +79,31 @@ impl<P> Requests<P> {
 
     /// Queues a request; `stamp` writes the TID into the MAD.
     pub(crate) fn submit(&mut self, now: Nanos, purpose: P, dlid: Lid, mad: [u8; 256]) {
-        self.backlog.push_back((purpose, dlid, mad));
+        self.submit_with(now, purpose, dlid, mad, self.retries);
+    }
+
+    /// Like [`Requests::submit`], with its own number of retries (0: one try).
+    pub(crate) fn submit_with(
+        &mut self,
+        now: Nanos,
+        purpose: P,
+        dlid: Lid,
+        mad: [u8; 256],
+        retries: u32,
+    ) {
+        self.backlog.push_back((purpose, dlid, mad, retries));
         self.pump(now);
     }
 
     /// Sends from the backlog while the window has room.
     fn pump(&mut self, now: Nanos) {
         while self.inflight.len() < self.window {
-            let Some((purpose, dlid, mut mad)) = self.backlog.pop_front() else {
+            let Some((purpose, dlid, mut mad, retries)) = self.backlog.pop_front() else {
                 break;
             };
             let tid = self.tid();
             mad[8..16].copy_from_slice(&tid.0.to_be_bytes());
-            self.launch(now, tid.low32(), purpose, dlid, mad, self.retries);
+            self.launch(now, tid.low32(), purpose, dlid, mad, retries);
         }
     }
 
