@@ -9,8 +9,9 @@ use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
 use sm_daemon::core::{Nanos, Params};
 use sm_daemon::transport::sim::SimDriver;
-use sm_mad::Guid;
-use sm_mad::sm_info::SmState;
+use sm_mad::sm_info::{self, SmInfoControl, SmState};
+use sm_mad::smp::{self, Route};
+use sm_mad::{Guid, Lid, MadStatus, Method, Tid, attr};
 use sm_sim::SimConfig;
 use sm_sim::trace::AllPairsOptions;
 
@@ -195,4 +196,92 @@ fn equal_priorities_elect_the_lower_guid() {
         "the master brings the subnet up"
     );
     all_pairs_delivered(&d, "after a simultaneous start");
+}
+
+/// Sends `req` from a raw endpoint at `port` to the SM at `lid` and returns its answer.
+fn ask_sm(d: &mut SimDriver, client: sm_sim::EndpointId, lid: Lid, req: &smp::Repr) -> smp::Repr {
+    d.sim.send(client, lid, &req.to_bytes().unwrap()).unwrap();
+    let mut answer = None;
+    d.run_while(SECOND, |_| false);
+    while let Some(m) = d.sim.recv(client) {
+        let s = smp::Repr::parse(&m.mad).unwrap();
+        if s.tid == req.tid {
+            answer = Some(s);
+        }
+    }
+    answer.expect("the SM answered")
+}
+
+fn sm_info_set(tid: u64, control: SmInfoControl, key: u64, state: SmState) -> smp::Repr {
+    let mut r = smp::Repr::request(
+        Method::Set,
+        Tid(tid),
+        attr::SM_INFO,
+        u32::from(control),
+        Route::Lid,
+    );
+    r.set_attribute(&sm_info::Repr {
+        guid: Guid(0x77),
+        sm_key: key,
+        act_count: 0,
+        priority: 15,
+        sm_state: state,
+    })
+    .unwrap();
+    r
+}
+
+#[test]
+fn sm_info_answers_and_set_checks() {
+    let f = fabric();
+    let cas = ca_ports(&f);
+    let mut d = SimDriver::new(&f, cas[0], params(4), LidStore::new(), SimConfig::default());
+    d.start();
+    assert!(d.run_while(10 * SECOND, |d| d.sm.is_up()));
+    let client = d.sim.attach(*cas.last().unwrap());
+    let lid = d.sm.own_lid();
+
+    // Get: our SMInfo, with the SM_Key (no M_Key in use).
+    let get = smp::Repr::request(Method::Get, Tid(0x900), attr::SM_INFO, 0, Route::Lid);
+    let a = ask_sm(&mut d, client, lid, &get);
+    let i: sm_info::Repr = a.attribute().unwrap();
+    assert_eq!(a.status, MadStatus::OK);
+    assert_eq!(
+        (i.guid, i.sm_key, i.priority, i.sm_state),
+        (port_guid(&f, cas[0]), 1, 4, SmState::Master)
+    );
+
+    // A Disable with the wrong SM_Key is ignored and the key is not shown.
+    let a = ask_sm(
+        &mut d,
+        client,
+        lid,
+        &sm_info_set(0x901, SmInfoControl::Disable, 9, SmState::Master),
+    );
+    let i: sm_info::Repr = a.attribute().unwrap();
+    assert_eq!((i.sm_key, i.sm_state), (0, SmState::Master));
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+
+    // A Handover from an SM that is not master is illegal: "invalid field", nothing done.
+    let a = ask_sm(
+        &mut d,
+        client,
+        lid,
+        &sm_info_set(0x902, SmInfoControl::Handover, 1, SmState::Standby),
+    );
+    assert_eq!(a.status, MadStatus::INVALID_FIELD);
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+
+    // A keyed Disable from a master: NotActive, and the SM stops sweeping.
+    let a = ask_sm(
+        &mut d,
+        client,
+        lid,
+        &sm_info_set(0x903, SmInfoControl::Disable, 1, SmState::Master),
+    );
+    assert_eq!(a.status, MadStatus::OK);
+    assert_eq!(d.sm.sm_state(), SmState::NotActive);
+    let sent = d.sm.mad_counts().sent;
+    d.run_while(30 * SECOND, |_| false);
+    assert_eq!(d.sm.mad_counts().sent, sent, "a disabled SM sends nothing");
 }

@@ -198,13 +198,8 @@ impl Sm {
             .filter(|r| r.guid != self.own_guid && r.state != SmState::NotActive)
             .cloned()
             .collect();
-        others.sort_by(|a, b| {
-            if outranks(a.priority, a.guid, b.priority, b.guid) {
-                std::cmp::Ordering::Less
-            } else {
-                std::cmp::Ordering::Greater
-            }
-        });
+        // Best first: the higher priority, then the lower GUID.
+        others.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.guid.0));
         self.election.remote = d.sms.clone();
         let better = |r: &RemoteSm| outranks(r.priority, r.guid, me.0, me.1);
         let master = others.iter().find(|r| r.state == SmState::Master);
@@ -363,6 +358,14 @@ impl Sm {
             self.election.master = None;
             self.election.next_poll = None;
             self.begin_heavy(now);
+        }
+    }
+
+    /// A Set(SMInfo) we sent went unanswered: a handover may be tried again by a later sweep.
+    pub(super) fn on_control_lost(&mut self, to: Guid) {
+        if self.election.handing_to == Some(to) {
+            tracing::warn!(to = %to, "handover unanswered; staying master");
+            self.election.handing_to = None;
         }
     }
 

@@ -741,7 +741,8 @@ impl Sm {
         match purpose {
             Purpose::PollMaster => return self.on_poll(now, None),
             // A port may claim IsSM without an SM answering: no candidate, no error.
-            Purpose::SmInfo { .. } | Purpose::SmControl { .. } | Purpose::LightSmInfo => return,
+            Purpose::SmControl { to, .. } => return self.on_control_lost(to),
+            Purpose::SmInfo { .. } | Purpose::LightSmInfo => return,
             _ => {}
         }
         if matches!(
