@@ -160,3 +160,47 @@ fn umad_without_a_device_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no InfiniBand umad device"), "{err}");
 }
+
+#[test]
+fn a_scenario_starts_a_better_sm_and_kills_it() {
+    let dir = std::env::temp_dir().join(format!("ibsm-cli-sm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scn = dir.join("sms.scn");
+    std::fs::write(
+        &scn,
+        "at 0 start-sm \"host 71 leaf 11\"[1] priority 9\nat 10s stop-sm \"host 71 leaf 11\"[1]\n",
+    )
+    .unwrap();
+    let conf = dir.join("c.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[sm]\nstate_dir = \"{}\"\nsm_poll_interval_ms = 1000\nsm_poll_retries = 2\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = ibsm()
+        .args(["run", "--sim", "--run-for", "20s", "--report", "json"])
+        .arg("--scenario")
+        .arg(&scn)
+        .arg("--config")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let reports: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    // Our SM (priority 0) stands by for the better one, then takes over when it dies,
+    // asking every host's clients to register again.
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    assert_eq!(reports[0]["sm_state"], "standby");
+    assert_eq!(reports[1]["sm_state"], "master");
+    assert_eq!(reports[1]["subnet_up"], true);
+    assert_eq!(reports[1]["unreachable_pairs"], 0);
+    assert_eq!(reports[1]["client_reregisters"], 72);
+    let _ = std::fs::remove_dir_all(&dir);
+}

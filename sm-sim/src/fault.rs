@@ -13,7 +13,7 @@ use crate::scenario::{
 };
 use crate::sim::Event;
 use crate::state::new_switch;
-use crate::{Fault, Faults, Nanos, Sim};
+use crate::{Fault, Faults, Nanos, Sim, SmEvent};
 
 /// Why a fault was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +29,8 @@ pub enum FaultError {
     SelfLink,
     #[error("a flap needs a period longer than its down time, both above zero")]
     BadFlap,
+    #[error("port index {0} cannot hold an SM (absent, or a switch port other than 0)")]
+    NotAnEndPort(u32),
 }
 
 impl Sim {
@@ -97,7 +99,17 @@ impl Sim {
                 Ok(())
             }
             Action::Fault { target, .. } | Action::ClearFaults(target) => self.check_target(target),
+            Action::StartSm { port, .. } | Action::StopSm(port) => self.check_end_port(*port),
         }
+    }
+
+    fn check_end_port(&self, p: PortIdx) -> Result<(), FaultError> {
+        let port = self.ports.get(p.idx()).ok_or(FaultError::NoSuchPort(p.0))?;
+        let switch = self.nodes[port.node.idx()].kind == NodeKind::Switch;
+        if !port.exists || (switch && port.num != 0) {
+            return Err(FaultError::NotAnEndPort(p.0));
+        }
+        Ok(())
     }
 
     /// Carries out a checked fault.
@@ -147,6 +159,10 @@ impl Sim {
                 FaultParam::Delay(d) => f.delay_ns = d,
             }),
             Action::ClearFaults(target) => self.modify_faults(&target, |f| *f = Faults::default()),
+            Action::StartSm { port, priority } => {
+                self.sm_events.push_back(SmEvent::Start { port, priority })
+            }
+            Action::StopSm(port) => self.sm_events.push_back(SmEvent::Stop { port }),
         }
     }
 
@@ -344,6 +360,9 @@ impl Sim {
                 err(match e {
                     FaultError::SelfLink => ScenarioErrorKind::SelfLink(describe(&ev.action)),
                     FaultError::BadFlap => ScenarioErrorKind::BadFlap,
+                    FaultError::NotAnEndPort(_) => {
+                        ScenarioErrorKind::NotAnEndPort(describe(&ev.action))
+                    }
                     _ => ScenarioErrorKind::NotLinked(describe(&ev.action)),
                 })
             })?;
@@ -360,7 +379,9 @@ impl Sim {
 fn describe(a: &Action) -> String {
     match a {
         Action::LinkDown(p) | Action::LinkUp(p) | Action::Flap { port: p, .. } => p.to_string(),
-        Action::Recable { from, .. } => from.to_string(),
+        Action::Recable { from, .. }
+        | Action::StartSm { port: from, .. }
+        | Action::StopSm(from) => from.to_string(),
         Action::Fault {
             target: Target::Link(p),
             ..
@@ -466,6 +487,11 @@ impl Names {
                 param: *param,
             },
             Action::ClearFaults(t) => Action::ClearFaults(self.target(sim, t)?),
+            Action::StartSm { port, priority } => Action::StartSm {
+                port: self.port(sim, port)?,
+                priority: *priority,
+            },
+            Action::StopSm(p) => Action::StopSm(self.port(sim, p)?),
         })
     }
 }

@@ -18,6 +18,7 @@ pub use fault::FaultError;
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{
     Drop, EndpointId, Faults, Inbound, MAX_HOPS, Nanos, SendError, Sim, SimConfig, SimStats,
+    SmEvent,
 };
 
 /// A fault with its node and port resolved: what [`Sim::schedule_fault`] and

@@ -47,6 +47,8 @@
 //! | `reorder P TIME [TARGET]` | probability that a MAD is held back by up to TIME, so later ones overtake it |
 //! | `delay TIME [TARGET]` | fixed extra latency |
 //! | `clear-faults [TARGET]` | loss, duplicate, reorder and delay back to none |
+//! | `start-sm PORT [priority N]` | an SM starts on an end port (a CA port or a switch's port 0), SMInfo priority N (default 0) |
+//! | `stop-sm PORT` | the SM on that port dies (answers nothing from then on) |
 //!
 //! TARGET is `link PORT` (each crossing of that link, either way), `node NODE` (every SMP
 //! the node's agent receives or sends), or nothing: the whole fabric, applied once per MAD
@@ -147,6 +149,14 @@ pub enum Action<N = NodeRef, P = PortRef> {
         param: FaultParam,
     },
     ClearFaults(Target<N, P>),
+    /// An SM starts on an end port (the driver of the simulation runs it; the fabric only
+    /// passes the word on, see [`crate::Sim::poll_sm_event`]).
+    StartSm {
+        port: P,
+        priority: u8,
+    },
+    /// The SM on an end port dies: it answers nothing from then on.
+    StopSm(P),
 }
 
 /// One line of a scenario.
@@ -184,6 +194,10 @@ pub enum ScenarioErrorKind {
     BadProbability(String),
     #[error("bad count {0:?}")]
     BadCount(String),
+    #[error("{0} cannot hold an SM (a CA port or a switch's port 0 can)")]
+    NotAnEndPort(String),
+    #[error("bad SM priority {0:?} (expected 0 to 15)")]
+    BadPriority(String),
     #[error("bad node {0:?} (expected 0xGUID or \"description\")")]
     BadNode(String),
     #[error("bad port {0:?} (expected NODE[number], number 0..=254)")]
@@ -581,6 +595,21 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             }
         }
         "clear-faults" => Action::ClearFaults(l.target()?),
+        "start-sm" => {
+            let port = l.port()?;
+            let priority = if l.peek_word().as_deref() == Some("priority") {
+                l.toks.next();
+                let w = l.word("a priority")?;
+                w.parse::<u8>()
+                    .ok()
+                    .filter(|p| *p <= 15)
+                    .ok_or(Kind::BadPriority(w))?
+            } else {
+                0
+            };
+            Action::StartSm { port, priority }
+        }
+        "stop-sm" => Action::StopSm(l.port()?),
         _ => return Err(Kind::UnknownAction(verb)),
     };
     l.end()?;
@@ -689,10 +718,35 @@ mod tests {
             at 0 delay 1us link 0x1[1]
             at 1s clear-faults
             at 1s clear-faults node "x"
+            at 0 start-sm "host 1"[1] priority 9
+            at 2s stop-sm "host 1"[1]
+            at 3s start-sm 0x5[0]
             "#,
         )
         .unwrap();
-        assert_eq!(s.events.len(), 18);
+        assert_eq!(s.events.len(), 21);
+        let host = PortRef {
+            node: desc("host 1"),
+            port: 1,
+        };
+        assert_eq!(
+            s.events[18].action,
+            Action::StartSm {
+                port: host.clone(),
+                priority: 9
+            }
+        );
+        assert_eq!(s.events[19].action, Action::StopSm(host));
+        assert_eq!(
+            s.events[20].action,
+            Action::StartSm {
+                port: PortRef {
+                    node: NodeRef::Guid(Guid(5)),
+                    port: 0
+                },
+                priority: 0
+            }
+        );
         assert_eq!(s.events[0].line, 3);
         assert_eq!(s.events[0].at, 5_000_000);
         assert_eq!(
@@ -795,6 +849,10 @@ mod tests {
             Err(Kind::BadCount("x".into()))
         );
         assert_eq!(one("at 0 remove [3]"), Err(Kind::Unexpected("[".into())));
+        assert_eq!(
+            one("at 0 start-sm 0x1[1] priority 16"),
+            Err(Kind::BadPriority("16".into()))
+        );
     }
 
     proptest::proptest! {

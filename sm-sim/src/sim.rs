@@ -267,6 +267,16 @@ pub struct Sim {
     pub(crate) traps: Vec<Option<PendingTrap>>,
     pub(crate) trap_tid: u64,
     pub(crate) stats: SimStats,
+    /// SMs a scenario started or stopped, for the driver to act on.
+    pub(crate) sm_events: VecDeque<SmEvent>,
+}
+
+/// An SM a scenario starts or stops: the fabric has no SM of its own, so it hands these to
+/// whoever drives the simulation ([`Sim::poll_sm_event`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmEvent {
+    Start { port: PortIdx, priority: u8 },
+    Stop { port: PortIdx },
 }
 
 /// Whether a MAD arriving at a node is for its agent (rather than an endpoint there).
@@ -301,6 +311,7 @@ impl Sim {
             traps: vec![None; n],
             trap_tid: 0x5100_0000,
             stats: SimStats::default(),
+            sm_events: VecDeque::new(),
         }
     }
 
@@ -315,6 +326,11 @@ impl Sim {
             *slot = id.0;
         }
         id
+    }
+
+    /// The next SM start or stop a scenario asked for, in time order.
+    pub fn poll_sm_event(&mut self) -> Option<SmEvent> {
+        self.sm_events.pop_front()
     }
 
     /// Sets or clears PortInfo.CapabilityMask.IsSM of an end port, as a kernel does while an

@@ -407,6 +407,8 @@ fn scenario_errors_name_file_line_and_what() {
     );
     let e = load(&mut sim, "at 0 link-down \"Switch1\"[0]");
     assert!(matches!(e.kind, ScenarioErrorKind::NotLinked(_)));
+    let e = load(&mut sim, "at 0 start-sm \"Switch1\"[3]");
+    assert!(matches!(e.kind, ScenarioErrorKind::NotAnEndPort(_)), "{e}");
     let e = load(&mut sim, "at 0 recable \"Hca1\"[2] 0x100001[2]");
     assert!(matches!(e.kind, ScenarioErrorKind::SelfLink(_)), "{e}");
     let e = load(&mut sim, "at 0 remove 0xdead");
@@ -573,4 +575,30 @@ mod random {
             prop_assert_eq!(run(), run());
         }
     }
+}
+
+#[test]
+fn sm_starts_and_stops_go_to_the_driver_in_time_order() {
+    let f = fabric();
+    let mut sim = Sim::new(&f, SimConfig::default());
+    let text = "at 2ms stop-sm \"Hca1\"[1]\nat 1ms start-sm \"Switch1\"[0] priority 7";
+    sim.load_scenario(&Scenario::parse("sm.scn", text).unwrap())
+        .unwrap();
+    sim.advance(500_000);
+    assert_eq!(sim.poll_sm_event(), None);
+    sim.advance(3_000_000);
+    assert_eq!(
+        sim.poll_sm_event(),
+        Some(sm_sim::SmEvent::Start {
+            port: port(&f, "Switch1", 0),
+            priority: 7
+        })
+    );
+    assert_eq!(
+        sim.poll_sm_event(),
+        Some(sm_sim::SmEvent::Stop {
+            port: port(&f, "Hca1", 1)
+        })
+    );
+    assert_eq!(sim.poll_sm_event(), None);
 }

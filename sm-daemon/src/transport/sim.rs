@@ -48,7 +48,7 @@
 
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::lid::LidStore;
-use sm_sim::{EndpointId, Sim, SimConfig};
+use sm_sim::{EndpointId, Sim, SimConfig, SmEvent};
 
 use crate::core::{Event, Nanos, Params, Sm};
 
@@ -69,6 +69,10 @@ pub struct SimDriver {
     pub sm: Sm,
     pub ep: EndpointId,
     sm_port: PortIdx,
+    /// False once a scenario stopped `sm` (`stop-sm` on its port).
+    pub sm_running: bool,
+    /// What SMs a scenario starts (`start-sm`) run with, their priority aside.
+    template: Params,
     /// SMs on other ports, driven alongside `sm`.
     pub peers: Vec<PeerSm>,
     now: Nanos,
@@ -87,9 +91,11 @@ impl SimDriver {
         let ep = sim.attach(sm_port);
         SimDriver {
             sim,
+            template: params.clone(),
             sm: Sm::new(params, lids),
             ep,
             sm_port,
+            sm_running: true,
             peers: Vec::new(),
             now: 0,
         }
@@ -144,16 +150,55 @@ impl SimDriver {
         true
     }
 
+    /// Whether any running SM has the subnet up.
+    pub fn any_up(&self) -> bool {
+        (self.sm_running && self.sm.is_up()) || self.peers.iter().any(|p| p.running && p.sm.is_up())
+    }
+
+    /// SMs a scenario starts or stops.
+    fn scenario_sms(&mut self) {
+        while let Some(e) = self.sim.poll_sm_event() {
+            match e {
+                SmEvent::Start { port, priority } => {
+                    if port == self.sm_port || self.peers.iter().any(|p| p.port == port) {
+                        tracing::warn!(?port, "start-sm: an SM already ran on that port");
+                        continue;
+                    }
+                    let params = Params {
+                        sm_priority: priority,
+                        ..self.template.clone()
+                    };
+                    let i = self.add_sm(port, params, LidStore::new());
+                    self.start_peer(i);
+                }
+                SmEvent::Stop { port } if port == self.sm_port => {
+                    self.sm_running = false;
+                    self.sim.set_is_sm(port, false);
+                }
+                SmEvent::Stop { port } => {
+                    if let Some(i) = self.peers.iter().position(|p| p.port == port) {
+                        self.stop_peer(i);
+                    }
+                }
+            }
+        }
+    }
+
     /// Hands every MAD the fabric delivered to its SM, then runs the timers that are due.
     fn deliver_and_time(&mut self) {
+        self.scenario_sms();
         let now = self.now;
-        while let Some(m) = self.sim.recv(self.ep) {
-            self.sm.handle_mad(now, m.slid, &m.mad);
-        }
-        if self.sm.poll_timeout().is_some_and(|t| t <= now) {
-            self.sm.handle_timeout(now);
+        if self.sm_running {
+            while let Some(m) = self.sim.recv(self.ep) {
+                self.sm.handle_mad(now, m.slid, &m.mad);
+            }
+            if self.sm.poll_timeout().is_some_and(|t| t <= now) {
+                self.sm.handle_timeout(now);
+            }
         }
         for p in self.peers.iter_mut().filter(|p| p.running) {
+            // Logs say which SM speaks.
+            let _span = tracing::info_span!("sm", port = p.port.0).entered();
             while let Some(m) = self.sim.recv(p.ep) {
                 p.sm.handle_mad(now, m.slid, &m.mad);
             }
@@ -165,12 +210,13 @@ impl SimDriver {
 
     /// Hands the cores' queued MADs to the fabric.
     fn flush(&mut self) {
-        while let Some(t) = self.sm.poll_transmit() {
+        while let Some(t) = self.sm.poll_transmit().filter(|_| self.sm_running) {
             if let Err(e) = self.sim.send(self.ep, t.dlid, &t.mad) {
                 tracing::warn!("simulated fabric refused a MAD: {e}");
             }
         }
         for p in self.peers.iter_mut().filter(|p| p.running) {
+            let _span = tracing::info_span!("sm", port = p.port.0).entered();
             while let Some(t) = p.sm.poll_transmit() {
                 if let Err(e) = self.sim.send(p.ep, t.dlid, &t.mad) {
                     tracing::warn!("simulated fabric refused a MAD: {e}");
@@ -182,7 +228,9 @@ impl SimDriver {
     /// The next time anything is due (fabric event or core deadline).
     pub fn next_deadline(&self) -> Option<Nanos> {
         std::iter::once(self.sim.next_event())
-            .chain(std::iter::once(self.sm.poll_timeout()))
+            .chain(std::iter::once(
+                self.sm.poll_timeout().filter(|_| self.sm_running),
+            ))
             .chain(
                 self.peers
                     .iter()
