@@ -284,4 +284,17 @@ fn sm_info_answers_and_set_checks() {
     let sent = d.sm.mad_counts().sent;
     d.run_while(30 * SECOND, |_| false);
     assert_eq!(d.sm.mad_counts().sent, sent, "a disabled SM sends nothing");
+
+    // A keyed Standby wakes it into standby, polling the sender (which never answers as a
+    // master here, so it takes the subnet back).
+    let a = ask_sm(
+        &mut d,
+        client,
+        lid,
+        &sm_info_set(0x904, SmInfoControl::Standby, 1, SmState::Master),
+    );
+    assert_eq!(a.status, MadStatus::OK);
+    assert_eq!(d.sm.sm_state(), SmState::Standby);
+    assert!(d.run_while(30 * SECOND, |d| d.sm.is_up()));
+    assert_eq!(d.sm.sm_state(), SmState::Master);
 }

@@ -510,7 +510,13 @@ impl Sm {
                 self.election.next_poll = None;
                 self.request_sweep(now, true);
             }
-            SmInfoControl::Standby if self.election.state == SmState::Discovering => {
+            // A disabled SM is woken into standby this way too (as OpenSM).
+            SmInfoControl::Standby
+                if matches!(
+                    self.election.state,
+                    SmState::Discovering | SmState::NotActive
+                ) =>
+            {
                 let m = RemoteSm {
                     guid: from.guid,
                     lid: slid,
