@@ -119,6 +119,24 @@ pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>
     }
 }
 
+/// Waits up to `secs` for the file at `path` (a log) to contain `what`; panics with the
+/// file's text when it never does.
+pub fn wait_for_text(path: &Path, what: &str, secs: u64) {
+    poll(Duration::from_secs(secs), Duration::from_millis(50), || {
+        std::fs::read_to_string(path)
+            .ok()
+            .filter(|t| t.contains(what))
+            .map(|_| ())
+    })
+    .unwrap_or_else(|| {
+        panic!(
+            "never saw {what:?} in {}:\n{}",
+            path.display(),
+            std::fs::read_to_string(path).unwrap_or_default()
+        )
+    });
+}
+
 /// Starts ibsim in a private network namespace: `unshare -n`, loopback up, pid written to
 /// `ns.pid`, then `exec ibsim` (bounded by `timeout` in case the test process dies).
 const START: &str = r#"

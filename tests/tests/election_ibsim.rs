@@ -11,9 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin, poll, program};
+use ibsm_tests::{Ibsim, Scratch, ibsm_bin, program, wait_for_text};
+use sm_core::fabric::Fabric;
 use sm_core::read_topology_str;
 use sm_mad::Guid;
 
@@ -85,20 +85,7 @@ fn opensm(sim: &Ibsim, host: &str, priority: u8) -> Background {
 }
 
 fn wait_for_log(sim: &Ibsim, name: &str, what: &str, secs: u64) {
-    let path = sim.dir.join(name);
-    poll(Duration::from_secs(secs), Duration::from_millis(50), || {
-        std::fs::read_to_string(&path)
-            .ok()
-            .filter(|t| t.contains(what))
-            .map(|_| ())
-    })
-    .unwrap_or_else(|| {
-        panic!(
-            "never saw {what:?} in {}:\n{}",
-            path.display(),
-            std::fs::read_to_string(&path).unwrap_or_default()
-        )
-    });
+    wait_for_text(&sim.dir.join(name), what, secs);
 }
 
 /// What `sminfo` (run from `host`) says of the SM at `lid`, or of the one its port points at:
@@ -121,12 +108,17 @@ fn sminfo(sim: &Ibsim, host: &str, lid: Option<u16>) -> (Guid, String) {
     (Guid(guid), state)
 }
 
+/// The fabric as ibnetdiscover (run from the default node) sees it.
+fn discovered(sim: &Ibsim) -> Fabric {
+    let text = sim.tool_ok(&["ibnetdiscover"], 60);
+    read_topology_str(&text, &sim.dir.join("ibnetdiscover.out"))
+        .unwrap()
+        .fabric
+}
+
 /// Port GUID of every end port with its LID, as ibnetdiscover reports them.
 fn lids(sim: &Ibsim) -> BTreeMap<Guid, u16> {
-    let text = sim.tool_ok(&["ibnetdiscover"], 60);
-    let f = read_topology_str(&text, &sim.dir.join("ibnetdiscover.out"))
-        .unwrap()
-        .fabric;
+    let f = discovered(sim);
     f.end_ports()
         .map(|p| f.port(p))
         .filter(|p| p.num == 0 || p.remote.is_some())
@@ -136,10 +128,7 @@ fn lids(sim: &Ibsim) -> BTreeMap<Guid, u16> {
 
 /// Port GUID of a host's port 1 in ibsim's numbering of this fabric.
 fn hca_port_guid(sim: &Ibsim, host: &str) -> Guid {
-    let text = sim.tool_ok(&["ibnetdiscover"], 60);
-    let f = read_topology_str(&text, &sim.dir.join("guids.out"))
-        .unwrap()
-        .fabric;
+    let f = discovered(sim);
     f.end_ports()
         .map(|p| f.port(p))
         .find(|p| f.node(p.node).description.contains(host) && p.remote.is_some())

@@ -19,9 +19,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin, poll, program};
+use ibsm_tests::{Ibsim, Scratch, ibsm_bin, program, wait_for_text};
 use sm_core::fabric::{Fabric, NodeKind};
 use sm_core::generate::{FatTree2, GenSpec, IbsimLimits, generate};
 use sm_core::read_topology_str;
@@ -114,22 +113,6 @@ struct World {
     lid_of: BTreeMap<Guid, u16>,
 }
 
-fn wait_for_log(path: &Path, what: &str, secs: u64) {
-    poll(Duration::from_secs(secs), Duration::from_millis(50), || {
-        std::fs::read_to_string(path)
-            .ok()
-            .filter(|t| t.contains(what))
-            .map(|_| ())
-    })
-    .unwrap_or_else(|| {
-        panic!(
-            "never saw {what:?} in {}:\n{}",
-            path.display(),
-            std::fs::read_to_string(path).unwrap_or_default()
-        )
-    });
-}
-
 fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
     std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
     let sim = Ibsim::start(dir, "fabric.net", flags, false);
@@ -161,9 +144,9 @@ fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
     };
     let sm = Background(child);
     if ours {
-        wait_for_log(&log_path, "sweeping until", 60);
+        wait_for_text(&log_path, "sweeping until", 60);
     } else {
-        wait_for_log(&dir.join("osm/osm.log"), "SUBNET UP", 60);
+        wait_for_text(&dir.join("osm/osm.log"), "SUBNET UP", 60);
     }
     let text = sim.tool_ok(&["ibnetdiscover"], 60);
     let f = read_topology_str(&text, &dir.join("ibnetdiscover.out"))
