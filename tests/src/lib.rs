@@ -119,6 +119,28 @@ pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>
     }
 }
 
+/// A program in the background (an SM), stopped with SIGTERM when dropped. Started through
+/// [`Ibsim::command`], the child is the `timeout` watchdog, which passes the signal on.
+pub struct Background(pub Child);
+
+impl Background {
+    /// Stops it now (SIGTERM) and waits for it.
+    pub fn stop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &self.0.id().to_string()])
+                .status();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// Waits up to `secs` for the file at `path` (a log) to contain `what`; panics with the
 /// file's text when it never does.
 pub fn wait_for_text(path: &Path, what: &str, secs: u64) {

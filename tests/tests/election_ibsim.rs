@@ -10,34 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin, program, wait_for_text};
+use ibsm_tests::{Background, Ibsim, Scratch, ibsm_bin, program, wait_for_text};
 use sm_core::fabric::Fabric;
 use sm_core::read_topology_str;
 use sm_mad::Guid;
 
 const NET: &str = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca";
-
-/// An SM in the background, stopped with SIGTERM (to the watchdog, which passes it on).
-struct Background(Child);
-
-impl Background {
-    fn stop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.0.id().to_string()])
-                .status();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 fn start_sim(dir: &Path) -> Ibsim {
     let net = std::fs::read_to_string(NET)

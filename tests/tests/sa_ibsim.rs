@@ -18,9 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin, program, wait_for_text};
+use ibsm_tests::{Background, Ibsim, Scratch, ibsm_bin, program, wait_for_text};
 use sm_core::fabric::{Fabric, NodeKind};
 use sm_core::generate::{FatTree2, GenSpec, IbsimLimits, generate};
 use sm_core::read_topology_str;
@@ -87,20 +87,6 @@ fn records(text: &str) -> Vec<BTreeMap<String, String>> {
     }
     out.retain(|r| !r.is_empty());
     out
-}
-
-/// A background SM (ibsm or OpenSM), stopped with SIGTERM.
-struct Background(Child);
-
-impl Drop for Background {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &self.0.id().to_string()])
-                .status();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 /// One SM's world: its ibsim, the SM, and what ibnetdiscover says LIDs are.
