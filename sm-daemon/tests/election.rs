@@ -298,3 +298,36 @@ fn sm_info_answers_and_set_checks() {
     assert!(d.run_while(30 * SECOND, |d| d.sm.is_up()));
     assert_eq!(d.sm.sm_state(), SmState::Master);
 }
+
+#[test]
+fn a_master_cut_off_and_back_takes_its_subnet_back() {
+    // The better SM (priority 9, a peer) is master; ours (1) stands by.
+    let (mut d, f) = peer_master_then_sm(1, 9);
+    assert!(d.run_while(10 * SECOND, |d| d.sm.sm_state() == SmState::Standby));
+    let master_port = *ca_ports(&f).last().unwrap();
+    // Its cable is pulled: it cannot reach the subnet, nor the standby it.
+    d.sim.link_down(master_port);
+    assert!(
+        d.run_while(30 * SECOND, |d| d.sm.is_up()),
+        "the standby took over"
+    );
+    assert_eq!(d.sm.sm_state(), SmState::Master);
+    // The cable is back: the two masters meet, and the lesser (ours) yields.
+    d.sim.link_up(master_port);
+    let active = |d: &SimDriver| {
+        d.sim
+            .check_all_pairs(&AllPairsOptions::default())
+            .all_delivered()
+    };
+    assert!(
+        d.run_while(60 * SECOND, |d| d.sm.sm_state() == SmState::Standby
+            && d.peers[0].sm.sm_state() == SmState::Master
+            && active(d)),
+        "ours {:?}, theirs {:?} up {}",
+        d.sm.sm_state(),
+        d.peers[0].sm.sm_state(),
+        d.peers[0].sm.is_up()
+    );
+    assert_eq!(d.peers[0].sm.sm_state(), SmState::Master);
+    all_pairs_delivered(&d, "after the masters met");
+}

@@ -209,6 +209,11 @@ impl Sm {
                 if let Some(m) = master.filter(|m| better(m)) {
                     return Decision::Standby(m.clone());
                 }
+                // The other master may have programmed the switches meanwhile: what we
+                // think they hold is no longer known.
+                if master.is_some() {
+                    self.forget_programmed();
+                }
                 // A better standby gets the subnet, once the tables are in place.
                 if let Some(b) = others
                     .iter()
@@ -239,11 +244,22 @@ impl Sm {
         if self.election.state != SmState::Master {
             tracing::info!(priority = self.p.sm_priority, "entering MASTER state");
             self.election.fresh = true;
+            self.forget_programmed();
         }
         self.election.state = SmState::Master;
         self.election.master = None;
         self.election.next_poll = None;
         self.election.misses = 0;
+    }
+
+    /// Forgets what the switches and ports were last given: another SM may have changed
+    /// any of it, so the next sweep compares against what it reads, and sends every LFT,
+    /// table and MFT block again.
+    pub(super) fn forget_programmed(&mut self) {
+        self.lft_shadow.clear();
+        self.top_shadow.clear();
+        self.table_shadow.clear();
+        self.mcast.forget_all();
     }
 
     /// Becomes a standby of `master`: nothing is programmed; the master is polled.

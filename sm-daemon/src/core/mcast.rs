@@ -70,6 +70,12 @@ impl McastState {
         self.top_sent.remove(&guid);
     }
 
+    /// Another SM may have programmed every switch: nothing held is known.
+    pub(super) fn forget_all(&mut self) {
+        self.sent.switches.clear();
+        self.top_sent.clear();
+    }
+
     /// The requests in flight were dropped (a heavy sweep starts): their switches may hold
     /// anything.
     pub(super) fn forget_in_flight(&mut self) {

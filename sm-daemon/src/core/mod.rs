@@ -1333,6 +1333,20 @@ impl Sm {
         let own_lid = fabric.port(fabric.lid_port(own_fp)).lid;
         self.own_lid = own_lid;
         self.own_guid = fabric.port(own_fp).guid;
+        // End ports that name another SM as master were programmed by it (while this SM
+        // was cut off, say): what the switches hold is no longer what we last sent.
+        let foreign = d.nodes.iter().any(|n| {
+            n.ports.iter().enumerate().any(|(pn, dp)| {
+                (!n.is_switch() || pn == 0)
+                    && dp
+                        .info
+                        .is_some_and(|pi| pi.master_sm_lid.0 != 0 && pi.master_sm_lid != own_lid)
+            })
+        });
+        if foreign && !self.lft_shadow.is_empty() {
+            tracing::info!("ports name another SM as master: every table is sent again");
+            self.forget_programmed();
+        }
         let mut desired = HashMap::new();
         for (i, n) in d.nodes.iter().enumerate() {
             for (pn, dp) in n.ports.iter().enumerate() {
