@@ -314,6 +314,17 @@ fn a_master_cut_off_and_back_takes_its_subnet_back() {
     assert_eq!(d.sm.sm_state(), SmState::Master);
     // The cable is back: the two masters meet, and the lesser (ours) yields.
     d.sim.link_up(master_port);
+    // Ours yields once and stays standby while the returning master's stale tables leave
+    // its LID unrouted for a while (its polls fall back to the directed route).
+    let t0 = d.now();
+    let mut our_sweeps = 0;
+    while d.now() < t0 + 20 * SECOND && d.step() {
+        while let Some(e) = d.sm.poll_event() {
+            our_sweeps += usize::from(matches!(e, sm_daemon::core::Event::SweepDone(_)));
+        }
+        while d.peers[0].sm.poll_event().is_some() {}
+    }
+    assert_eq!(our_sweeps, 1, "ours swept again and again");
     let active = |d: &SimDriver| {
         d.sim
             .check_all_pairs(&AllPairsOptions::default())

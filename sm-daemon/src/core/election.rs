@@ -300,9 +300,14 @@ impl Sm {
         }
         // A fixed cadence: the next poll is due an interval after this one was sent.
         self.election.next_poll = Some(now + self.p.poll_interval);
-        let Some(m) = self.election.master.clone() else {
+        let Some(mut m) = self.election.master.clone() else {
             return;
         };
+        // After a miss, the next poll goes by directed route: a master whose LID the
+        // switches no longer route (stale tables after a partition) is still alive.
+        if self.election.misses % 2 == 1 && !m.path.is_empty() {
+            m.lid = Lid(0);
+        }
         if !self.send_sm_info(now, Purpose::PollMaster, Method::Get, 0, &m) {
             // No way to reach it: a missed poll.
             self.on_poll(now, None);
