@@ -1,8 +1,8 @@
 //! Several SMs on one ibsim fabric (ibsim's `net.2sw2path4hca`), each through its own
 //! libumad2sim client on its own node: ibsm and OpenSM elect the higher priority as master
-//! whichever starts first, ibsm hands the subnet over to a better OpenSM, and a standby ibsm
-//! takes over when the master stops, keeping every LID. `sminfo` (infiniband-diags) and
-//! OpenSM's own log are the independent witnesses.
+//! whichever starts first, each hands the subnet over to a better one of the other, and a
+//! standby (ibsm or OpenSM) takes over when an ibsm master stops, keeping every LID.
+//! `sminfo` (infiniband-diags) and OpenSM's own log are the independent witnesses.
 //!
 //! Needs ibsim, libumad2sim, infiniband-diags, opensm, `unshare`/`nsenter` and root.
 
@@ -41,21 +41,22 @@ fn ibsm(sim: &Ibsim, host: &str, args: &[&str], log: &str) -> Background {
 
 /// OpenSM on `host` with `priority`; its log is `osm-<host>/osm.log`.
 fn opensm(sim: &Ibsim, host: &str, priority: u8) -> Background {
+    opensm_with(sim, host, priority, &[])
+}
+
+/// OpenSM with `options` lines in an options file (`-F`).
+fn opensm_with(sim: &Ibsim, host: &str, priority: u8, options: &[&str]) -> Background {
     let osm = sim.dir.join(format!("osm-{host}"));
     std::fs::create_dir_all(&osm).unwrap();
     let log = osm.join("osm.log");
-    let mut c = sim.command(
-        &program("opensm"),
-        &[
-            "-f",
-            log.to_str().unwrap(),
-            "-d",
-            "2",
-            "-p",
-            &priority.to_string(),
-        ],
-        300,
-    );
+    let conf = osm.join("opensm.conf");
+    std::fs::write(&conf, options.join("\n") + "\n").unwrap();
+    let priority = priority.to_string();
+    let mut args = vec!["-f", log.to_str().unwrap(), "-d", "2", "-p", &priority];
+    if !options.is_empty() {
+        args.extend(["-F", conf.to_str().unwrap()]);
+    }
+    let mut c = sim.command(&program("opensm"), &args, 300);
     c.env("SIM_HOST", host)
         .env("OSM_TMP_DIR", &osm)
         .env("OSM_CACHE_DIR", &osm)
@@ -275,4 +276,25 @@ fn opensm_hands_the_subnet_over_to_a_better_ibsm() {
     let ours = hca_port_guid(&sim, "Hca2");
     assert_eq!(sminfo(&sim, "Hca3", None), (ours, "SMINFO_MASTER".into()));
     assert_eq!(lids(&sim), before, "ibsm keeps the LIDs OpenSM gave");
+}
+
+#[test]
+fn a_standby_opensm_takes_over_from_a_dead_ibsm() {
+    let scratch = Scratch::new("election", "osm-failover");
+    let sim = start_sim(scratch.path());
+    let mut master = ibsm(&sim, "Hca1", &["--priority", "9"], "ibsm.log");
+    wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
+    let before = lids(&sim);
+    let _osm = opensm_with(
+        &sim,
+        "Hca2",
+        1,
+        &["sminfo_polling_timeout 500", "polling_retry_number 2"],
+    );
+    wait_for_log(&sim, "osm-Hca2/osm.log", "Entering STANDBY state", 60);
+    master.stop();
+    wait_for_log(&sim, "osm-Hca2/osm.log", "SUBNET UP", 60);
+    let theirs = hca_port_guid(&sim, "Hca2");
+    assert_eq!(sminfo(&sim, "Hca3", None), (theirs, "SMINFO_MASTER".into()));
+    assert_eq!(lids(&sim), before, "OpenSM keeps the LIDs ibsm gave");
 }
