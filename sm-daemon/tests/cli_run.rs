@@ -9,17 +9,20 @@ fn ibsm() -> Command {
     Command::new(env!("CARGO_BIN_EXE_ibsm"))
 }
 
-#[test]
-fn run_once_on_the_bundled_fabric_reports_json() {
-    let out = ibsm()
-        .args(["run", "--sim", "--once", "--report", "json"])
-        .output()
-        .unwrap();
+/// Runs the command; it must succeed (its stderr is the failure message).
+fn succeed(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[test]
+fn run_once_on_the_bundled_fabric_reports_json() {
+    let out = succeed(ibsm().args(["run", "--sim", "--once", "--report", "json"]));
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(j["subnet_up"], true);
     assert_eq!(j["nodes"], 90);
@@ -107,19 +110,14 @@ fn dumps_are_written_and_read_back() {
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("ibsm.toml");
     std::fs::write(&cfg, "[routing]\nadaptive = true\n").unwrap();
-    let out = ibsm()
-        .args(["run", "--sim", "--once", "--config"])
-        .arg(&cfg)
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .arg("--dump-dir")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        ibsm()
+            .args(["run", "--sim", "--once", "--config"])
+            .arg(&cfg)
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--dump-dir")
+            .arg(&dir),
     );
     for f in [
         "opensm-lfts.dump",
@@ -180,18 +178,13 @@ fn a_scenario_starts_a_better_sm_and_kills_it() {
         ),
     )
     .unwrap();
-    let out = ibsm()
-        .args(["run", "--sim", "--run-for", "20s", "--report", "json"])
-        .arg("--scenario")
-        .arg(&scn)
-        .arg("--config")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = succeed(
+        ibsm()
+            .args(["run", "--sim", "--run-for", "20s", "--report", "json"])
+            .arg("--scenario")
+            .arg(&scn)
+            .arg("--config")
+            .arg(&conf),
     );
     let reports: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     // Our SM (priority 0) stands by for the better one, then takes over when it dies,

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use sm_mad::{Guid, Lid, Method, attr, mft, port_info, switch_info};
+use sm_mad::{Guid, Lid, attr, mft, port_info, switch_info};
 use sm_routing::mcast::SwitchMft;
 use sm_routing::{McastPlanner, Mfts, Topo, TreeOrder};
 
@@ -266,17 +266,7 @@ impl Sm {
                 _ => {}
             }
         }
-        for (purpose, attr_id, attr_mod, path, data) in sets {
-            self.submit_smp(
-                now,
-                purpose,
-                Method::Set,
-                attr_id,
-                attr_mod,
-                &path,
-                Some(data),
-            );
-        }
+        self.submit_sets(now, sets);
         if n > 0 {
             tracing::debug!(sets = n, "multicast forwarding tables updated");
         }

@@ -737,6 +737,21 @@ impl Sm {
         }
     }
 
+    /// Sends planned Sets, each by its directed route.
+    fn submit_sets(&mut self, now: Nanos, sets: Vec<PlannedSet>) {
+        for (purpose, attr_id, attr_mod, path, data) in sets {
+            self.submit_smp(
+                now,
+                purpose,
+                Method::Set,
+                attr_id,
+                attr_mod,
+                &path,
+                Some(data),
+            );
+        }
+    }
+
     fn on_lost(&mut self, now: Nanos, purpose: Purpose) {
         match purpose {
             Purpose::PollMaster => return self.on_poll(now, None),
@@ -1759,17 +1774,7 @@ impl Sm {
         self.report.merged_armed += counts.6;
         self.report.pkey_blocks_sent += counts.4;
         self.report.qos_sets += counts.5;
-        for (purpose, attr_id, attr_mod, path, data) in sends {
-            self.submit_smp(
-                now,
-                purpose,
-                Method::Set,
-                attr_id,
-                attr_mod,
-                &path,
-                Some(data),
-            );
-        }
+        self.submit_sets(now, sends);
     }
 
     fn on_programmed(&mut self, purpose: Purpose, s: &smp::Repr) {
