@@ -12,25 +12,17 @@
 # ibsm's logs). Needs ibsim-utils libumad2sim0 infiniband-diags.
 set -euo pipefail
 
-SHIM=${SHIM:-/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so}
 die() { echo "umad-ibsim: $*" >&2; exit 1; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=lib/sm-in-ibsim.sh
+source "$here/tools/lib/sm-in-ibsim.sh"
 
 if [[ ${1:-} != --inner ]]; then
     [[ $# -ge 1 && -r $1 ]] || die "usage: $0 FABRIC.net [ibsm run options]"
     net=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
     shift
-    here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    if [[ -z ${IBSM:-} ]]; then
-        for c in "$here/target/release/ibsm" "$here/target/debug/ibsm" "$(command -v ibsm || true)"; do
-            [[ -n $c && -x $c ]] && { IBSM=$c; break; }
-        done
-    fi
-    [[ -n ${IBSM:-} && -x $IBSM ]] || die "no ibsm binary (cargo build --release -p sm-daemon, or set IBSM)"
-    IBSM=$(realpath "$IBSM")
-    for t in ibsim smpquery ip unshare timeout; do
-        command -v "$t" >/dev/null || die "missing $t (apt-get install ibsim-utils libumad2sim0 infiniband-diags)"
-    done
-    [[ -r $SHIM ]] || die "missing $SHIM (apt-get install libumad2sim0)"
+    find_ibsm "$here"
+    need ibsim smpquery ip unshare timeout
     if [[ -z ${IBSIM_FLAGS:-} ]]; then
         IBSIM_FLAGS=$(awk '/^Switch/ {s++; p += $2 + 1} /^(Ca|Hca|Rt)/ {c++; p += $2}
             END {n = s + c; printf "-N %d -S %d -P %d", (n > 2048 ? n : 2048), (s > 256 ? s : 256), p + 1}' "$net")

@@ -8,7 +8,7 @@
 
 use crate::attr::SaAttrId;
 use crate::bits::Field;
-use crate::bits::wire_via_inherent;
+use crate::bits::{packet_view, wire_via_inherent};
 use crate::path_record::{Mtu, Rate, Selector};
 use crate::service_record::ServiceId;
 use crate::{Error, Gid, PKey, Result, Sl};
@@ -110,33 +110,13 @@ pub mod comp {
     pub const SERVICE_ID: u64 = SERVICE_ID_8MSB | SERVICE_ID_56LSB;
 }
 
-/// Zero-copy view over a buffer holding at least the header.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
+packet_view! {
+    /// Zero-copy view over a full [`LEN`]-byte record, so that every accessor, GID slots
+    /// included, stays inside it.
+    view "MultiPathRecord", LEN
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Wraps a buffer without checking its length; accessors panic if it is short.
-    pub const fn new_unchecked(buffer: T) -> Self {
-        Packet { buffer }
-    }
-
-    /// Wraps a buffer after checking that it holds a full [`LEN`]-byte record, so that
-    /// every accessor, GID slots included, stays inside it.
-    pub fn new_checked(buffer: T) -> Result<Self> {
-        let got = buffer.as_ref().len();
-        if got < LEN {
-            return Err(truncated(LEN, got));
-        }
-        Ok(Packet { buffer })
-    }
-
-    /// The wrapped buffer.
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
     /// Reads one field.
     #[inline]
     pub fn get<V: crate::WireValue>(&self, f: Field<V>) -> V {
