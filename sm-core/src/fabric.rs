@@ -10,26 +10,19 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid};
 
-/// Index of a node in [`Fabric::nodes`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeIdx(pub u32);
+use crate::idx::IdxVec;
 
-/// Index of a port slot in [`Fabric::ports`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct PortIdx(pub u32);
+/// The GUID of a CA or router port not reached yet (see [`Fabric::set_port_guid`]).
+pub const UNKNOWN_GUID: Guid = Guid(0);
 
-impl NodeIdx {
-    /// As a `usize` for indexing.
-    pub const fn idx(self) -> usize {
-        self.0 as usize
-    }
-}
-impl PortIdx {
-    /// As a `usize` for indexing.
-    pub const fn idx(self) -> usize {
-        self.0 as usize
-    }
-}
+crate::dense_index!(
+    /// Index of a node in [`Fabric::nodes`].
+    NodeIdx
+);
+crate::dense_index!(
+    /// Index of a port slot in [`Fabric::ports`].
+    PortIdx
+);
 
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
@@ -200,7 +193,8 @@ pub struct NodeSpec {
     pub revision: u32,
     pub enhanced_port0: bool,
     /// Port GUIDs of CA/router ports 1..=num_ports; `None` gives node GUID + port number
-    /// (what ibsim does). Ignored for switches.
+    /// (what ibsim does); [`UNKNOWN_GUID`] leaves a port's GUID to be learned. Ignored for
+    /// switches.
     pub port_guids: Option<Vec<Guid>>,
 }
 
@@ -286,6 +280,9 @@ impl Fabric {
             let mut seen = FxHashSet::default();
             for p in 1..=spec.num_ports {
                 let g = port_guid(p);
+                if g == UNKNOWN_GUID {
+                    continue;
+                }
                 let clash = self.by_port_guid.contains_key(&g)
                     || (g != spec.guid && self.by_node_guid.contains_key(&g))
                     || !seen.insert(g);
@@ -323,7 +320,7 @@ impl Fabric {
                 vl_cap: 4,
                 remote: None,
             });
-            if exists && (p == 0 || !is_switch) {
+            if exists && (p == 0 || !is_switch) && port_guid(p) != UNKNOWN_GUID {
                 self.by_port_guid
                     .insert(port_guid(p), PortIdx(first_port + p as u32));
             }
@@ -342,6 +339,76 @@ impl Fabric {
             first_port,
         });
         Ok(idx)
+    }
+
+    /// Gives a CA or router port the GUID it reported (a port added with
+    /// [`UNKNOWN_GUID`] is learned later, as discovery reaches it).
+    pub fn set_port_guid(&mut self, p: PortIdx, g: Guid) -> Result<(), FabricError> {
+        let port = &self.ports[p.idx()];
+        if port.guid == g {
+            return Ok(());
+        }
+        if g == UNKNOWN_GUID
+            || self.nodes[port.node.idx()].kind == NodeKind::Switch
+            || self.by_port_guid.contains_key(&g)
+            || self.by_node_guid.get(&g).is_some_and(|&n| n != port.node)
+        {
+            return Err(FabricError::DuplicatePortGuid(g));
+        }
+        let old = port.guid;
+        if old != UNKNOWN_GUID {
+            self.by_port_guid.remove(&old);
+        }
+        self.ports[p.idx()].guid = g;
+        self.by_port_guid.insert(g, p);
+        Ok(())
+    }
+
+    /// The same fabric with its nodes in `order` (every node exactly once), and where each
+    /// old node and port went. Used to lay a discovered fabric out in GUID order, so
+    /// nothing downstream depends on the order answers came in.
+    pub fn reordered(
+        &self,
+        order: &[NodeIdx],
+    ) -> (Fabric, IdxVec<NodeIdx, NodeIdx>, IdxVec<PortIdx, PortIdx>) {
+        let mut node_map: IdxVec<NodeIdx, NodeIdx> = IdxVec::filled(NodeIdx(0), self.nodes.len());
+        let mut port_map: IdxVec<PortIdx, PortIdx> = IdxVec::filled(PortIdx(0), self.ports.len());
+        let mut out = Fabric {
+            nodes: Vec::with_capacity(self.nodes.len()),
+            ports: Vec::with_capacity(self.ports.len()),
+            by_node_guid: HashMap::default(),
+            by_port_guid: HashMap::default(),
+        };
+        for &old in order {
+            let n = &self.nodes[old.idx()];
+            let new = NodeIdx(out.nodes.len() as u32);
+            node_map[old] = new;
+            let first = out.ports.len() as u32;
+            for k in 0..=u32::from(n.num_ports) {
+                port_map[PortIdx(n.first_port + k)] = PortIdx(first + k);
+                let mut port = self.ports[(n.first_port + k) as usize].clone();
+                port.node = new;
+                out.ports.push(port);
+            }
+            out.nodes.push(Node {
+                first_port: first,
+                ..n.clone()
+            });
+        }
+        for port in &mut out.ports {
+            port.remote = port.remote.map(|r| port_map[r]);
+        }
+        out.by_node_guid = self
+            .by_node_guid
+            .iter()
+            .map(|(g, n)| (*g, node_map[*n]))
+            .collect();
+        out.by_port_guid = self
+            .by_port_guid
+            .iter()
+            .map(|(g, p)| (*g, port_map[*p]))
+            .collect();
+        (out, node_map, port_map)
     }
 
     /// Links two ports (both ends). The ports come up to INIT / LinkUp as real ports do.
@@ -612,5 +679,42 @@ mod tests {
             Err(FabricError::DuplicatePortGuid(_))
         ));
         assert_eq!(f, before);
+    }
+
+    #[test]
+    fn unknown_port_guids_are_learned() {
+        let mut f = Fabric::new();
+        let spec = NodeSpec {
+            port_guids: Some(vec![Guid(0x77), UNKNOWN_GUID]),
+            ..NodeSpec::new(NodeKind::Ca, Guid(0x70), "h", 2)
+        };
+        let h = f.add_node(spec).unwrap();
+        let p2 = f.port_of(h, 2).unwrap();
+        assert_eq!(f.port(p2).guid, UNKNOWN_GUID);
+        assert_eq!(f.port_by_guid(UNKNOWN_GUID), None);
+        assert_eq!(
+            f.set_port_guid(p2, Guid(0x77)),
+            Err(FabricError::DuplicatePortGuid(Guid(0x77)))
+        );
+        f.set_port_guid(p2, Guid(0x78)).unwrap();
+        assert_eq!(f.port_by_guid(Guid(0x78)), Some(p2));
+    }
+
+    #[test]
+    fn reordering_keeps_links_and_maps() {
+        let (mut f, s1, s2, h) = two_switches();
+        let p = |f: &Fabric, n, k| f.port_of(n, k).unwrap();
+        f.connect(p(&f, h, 1), p(&f, s2, 2)).unwrap();
+        f.connect(p(&f, s1, 3), p(&f, s2, 4)).unwrap();
+        let (g, nodes, ports) = f.reordered(&[h, s2, s1]);
+        assert_eq!(g.nodes()[0].guid, Guid(0x10_0000));
+        assert_eq!(nodes[s1], NodeIdx(2));
+        assert_eq!(g.peer(ports[p(&f, h, 1)]), Some((NodeIdx(1), 2)));
+        assert_eq!(g.peer(ports[p(&f, s1, 3)]), Some((NodeIdx(1), 4)));
+        assert_eq!(g.node_by_guid(Guid(0x20_0000)), Some(NodeIdx(2)));
+        assert_eq!(g.port_by_guid(Guid(0x10_0002)), Some(ports[p(&f, h, 2)]));
+        assert_eq!(g.links().count(), 2);
+        let (back, ..) = g.reordered(&[nodes[s1], nodes[s2], nodes[h]]);
+        assert_eq!(back, f);
     }
 }

@@ -5,6 +5,7 @@ pub mod config;
 pub mod dump;
 pub mod fabric;
 pub mod generate;
+pub mod idx;
 pub mod lid;
 pub mod mcast;
 pub mod partitions;
@@ -13,4 +14,5 @@ pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};
 pub use generate::{GenError, GenSpec, generate};
+pub use idx::{Idx, IdxVec, OptIdx};
 pub use topo::{TopoError, TopoErrorKind, Topology, read_topology, read_topology_str};

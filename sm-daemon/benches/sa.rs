@@ -90,7 +90,7 @@ fn bench(c: &mut Criterion) {
         .collect();
     // Every answer is a path.
     for (s, get, _) in &pairs[..64] {
-        srv.handle_mad(0, Requester::at(*s), get);
+        srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), get);
         let r = srv.poll_transmit().unwrap();
         assert_eq!(u16::from_be_bytes([r.mad[4], r.mad[5]]), 0, "status");
     }
@@ -103,7 +103,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, req, _) = &pairs[i % pairs.len()];
             i += 1;
-            srv.handle_mad(0, Requester::at(*s), black_box(req));
+            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });
@@ -111,7 +111,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, _, req) = &pairs[i % pairs.len()];
             i += 1;
-            srv.handle_mad(0, Requester::at(*s), black_box(req));
+            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });
@@ -138,7 +138,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, req) = &nr[i % nr.len()];
             i += 1;
-            srv.handle_mad(0, Requester::at(*s), black_box(req));
+            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });

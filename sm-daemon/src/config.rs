@@ -24,7 +24,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         }
     }
     let sm = &cfg.sm;
-    let ms = |v: u64| v.saturating_mul(1_000_000);
+    let ms = std::time::Duration::from_millis;
     Ok(Params {
         lmc: sm.lmc,
         routing: cfg.routing.engines.join(","),
@@ -32,7 +32,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
             adaptive: cfg.routing.adaptive,
             ..sm_routing::Options::default()
         },
-        smp_timeout: ms(sm.smp_timeout_ms as u64),
+        smp_timeout: ms(u64::from(sm.smp_timeout_ms)),
         smp_retries: sm.smp_retries,
         max_outstanding: sm.max_outstanding_smps as usize,
         sweep_interval: ms(sm.sweep_interval_ms),

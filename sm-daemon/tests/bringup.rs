@@ -345,12 +345,12 @@ fn loss_and_reordering_converge_to_the_same_tables() {
             ..SimConfig::default()
         };
         let params = Params {
-            smp_timeout: 1_000_000,
+            smp_timeout: std::time::Duration::from_millis(1),
             smp_retries: 8,
             ..Params::default()
         };
         let (d, r) = up_with(&f, params, LidStore::new(), cfg);
-        assert_eq!(d.sm.lfts().unwrap(), &reference, "seed {seed}");
+        assert_eq!(d.sm.lfts().unwrap(), reference, "seed {seed}");
         all_active(&d, &f);
         all_pairs_delivered(&d, &format!("seed {seed}"));
         retried += r.mads_retried;

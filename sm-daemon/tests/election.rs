@@ -7,7 +7,8 @@
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
-use sm_daemon::core::{Nanos, Params};
+use sm_daemon::core::Params;
+use sm_daemon::transport::sim::Nanos;
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::sm_info::{self, SmInfoControl, SmState};
 use sm_mad::smp::{self, Route};
@@ -34,7 +35,7 @@ fn ca_ports(f: &Fabric) -> Vec<PortIdx> {
 fn params(priority: u8) -> Params {
     Params {
         sm_priority: priority,
-        poll_interval: SECOND,
+        poll_interval: std::time::Duration::from_nanos(SECOND),
         poll_retries: 3,
         ..Params::default()
     }

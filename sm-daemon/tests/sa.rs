@@ -12,7 +12,7 @@ use sm_core::lid::LidStore;
 use sm_core::partitions::Partitions;
 use sm_core::qos::QosOptions;
 use sm_core::read_topology_str;
-use sm_daemon::core::{Event, Params};
+use sm_daemon::core::{Event, Instant, Params};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::link::{Mtu, Rate};
 use sm_mad::path_record::{self, Selector};
@@ -773,7 +773,8 @@ fn error_statuses() {
     b[2] = 1;
     b[8..16].copy_from_slice(&0x77u64.to_be_bytes());
     // (The simulated fabric refuses to carry a MAD whose header is invalid: straight in.)
-    fx.d.sm.handle_mad(fx.d.now(), fx.client_lid(), &b);
+    fx.d.sm
+        .handle_mad(Instant::from_nanos(fx.d.now()), fx.client_lid(), &b);
     let t = fx.d.sm.poll_transmit().expect("an answer");
     assert_eq!(t.dlid, fx.client_lid());
     assert_eq!(t.gsi.unwrap().lid, fx.client_lid());
@@ -852,7 +853,8 @@ fn error_statuses() {
         .to_vec();
     short[8..16].copy_from_slice(&0x78u64.to_be_bytes());
     short.truncate(100);
-    fx.d.sm.handle_mad(fx.d.now(), fx.client_lid(), &short);
+    fx.d.sm
+        .handle_mad(Instant::from_nanos(fx.d.now()), fx.client_lid(), &short);
     let stats = fx.d.sm.sa().stats();
     assert!(stats.errors >= 14, "{stats:?}");
 }
@@ -1405,8 +1407,8 @@ fn answers_sanely(mad: &[u8], mode: sm_daemon::sa::RmppMode) {
     srv.set_db(db().clone());
     // The requester: a known LID (Hca1's) and an unknown one.
     for lid in [1u16, 0x7777] {
-        srv.handle_mad(5, Requester::at(Lid(lid)), mad);
-        srv.handle_timeout(u64::MAX / 2);
+        srv.handle_mad(Instant::from_nanos(5), Requester::at(Lid(lid)), mad);
+        srv.handle_timeout(Instant::from_nanos(u64::MAX / 2));
         while let Some(r) = srv.poll_transmit() {
             assert_eq!(r.to.lid, Lid(lid));
             let m = &r.mad;
@@ -1437,7 +1439,7 @@ proptest::proptest! {
         } else {
             let mut srv = sm_daemon::sa::Server::new(Default::default());
             srv.set_db(db().clone());
-            srv.handle_mad(0, sm_daemon::sa::Requester::at(Lid(1)), &b);
+            srv.handle_mad(Instant::ZERO, sm_daemon::sa::Requester::at(Lid(1)), &b);
             proptest::prop_assert!(srv.poll_transmit().is_none());
         }
     }
@@ -1479,7 +1481,7 @@ proptest::proptest! {
         if rmpp_flags & 1 == 0 && [0x01u8, 0x02, 0x12, 0x13, 0x14, 0x15, 0x03, 0x06, 0x7f].contains(&method) {
             let mut srv = sm_daemon::sa::Server::new(Default::default());
             srv.set_db(db().clone());
-            srv.handle_mad(0, sm_daemon::sa::Requester::at(Lid(1)), &m);
+            srv.handle_mad(Instant::ZERO, sm_daemon::sa::Requester::at(Lid(1)), &m);
             proptest::prop_assert!(srv.poll_transmit().is_some(), "no answer");
         }
     }

@@ -135,6 +135,17 @@ pub const fn class_version_of(class: MgmtClass) -> Option<u8> {
     }
 }
 
+/// The management class of a MAD too short (or too broken) to parse whole: enough to
+/// route it to the right agent, which then answers with an error.
+pub fn peek_class(buf: &[u8]) -> Option<MgmtClass> {
+    (buf.len() >= field::MGMT_CLASS.end_byte()).then(|| field::MGMT_CLASS.get(buf))
+}
+
+/// The TID of a MAD that may be short.
+pub fn peek_tid(buf: &[u8]) -> Option<Tid> {
+    (buf.len() >= field::TID.end_byte()).then(|| field::TID.get(buf))
+}
+
 fn check(repr: &Repr) -> Result<()> {
     if repr.base_version != BASE_VERSION {
         return Err(Error::BadBaseVersion(repr.base_version));

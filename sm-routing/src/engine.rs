@@ -22,7 +22,8 @@ pub struct Options {
 /// Forwarding tables by switch GUID (index = LID), as an SM last programmed them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreviousTables {
-    by_guid: std::collections::HashMap<Guid, Vec<u8>>,
+    by_guid: std::collections::HashMap<Guid, usize>,
+    tables: std::sync::Arc<Routes>,
 }
 
 impl PreviousTables {
@@ -32,14 +33,29 @@ impl PreviousTables {
             by_guid: lfts
                 .switches
                 .iter()
-                .map(|t| (t.guid, t.ports.clone()))
+                .enumerate()
+                .map(|(i, t)| (t.guid, i))
                 .collect(),
+            tables: std::sync::Arc::new(Routes {
+                engine: "previous",
+                lft: lfts.switches.iter().map(|t| t.ports.clone()).collect(),
+                ar: None,
+            }),
+        }
+    }
+
+    /// From tables an SM keeps (shared, not copied): `guids[i]` holds `routes.lft[i]`.
+    pub fn from_routes(guids: Vec<Guid>, routes: std::sync::Arc<Routes>) -> PreviousTables {
+        PreviousTables {
+            by_guid: guids.into_iter().enumerate().map(|(i, g)| (g, i)).collect(),
+            tables: routes,
         }
     }
 
     /// The table of one switch.
     pub fn get(&self, guid: Guid) -> Option<&[u8]> {
-        self.by_guid.get(&guid).map(Vec::as_slice)
+        let i = *self.by_guid.get(&guid)?;
+        self.tables.lft.get(i).map(Vec::as_slice)
     }
 }
 
@@ -76,7 +92,7 @@ pub struct SwitchAr {
 }
 
 /// Forwarding tables, per switch in [`Topo`] order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Routes {
     /// The engine that produced them.
     pub engine: &'static str,

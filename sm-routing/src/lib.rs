@@ -20,6 +20,6 @@ pub use engine::{Engine, Options, PreviousTables, RouteError, Routes, engine, ro
 pub use guids::{GuidFileError, read_guid_file};
 pub use mcast::{GroupTree, McastPlanner, Mfts, PortMask, TreeOrder};
 pub use metrics::{Metrics, MetricsOptions, metrics};
-pub use topo::{SwIdx, Topo};
+pub use topo::{SwIdx, Topo, TopoError};
 pub use validate::{ValidateOptions, Validation, validate};
 pub use walk::Fate;

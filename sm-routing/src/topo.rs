@@ -5,16 +5,10 @@
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_mad::{Guid, Lid};
 
-/// Index of a switch in [`Topo::switches`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct SwIdx(pub u32);
-
-impl SwIdx {
-    /// As a `usize` for indexing.
-    pub const fn idx(self) -> usize {
-        self.0 as usize
-    }
-}
+sm_core::dense_index!(
+    /// Index of a switch in [`Topo::switches`].
+    SwIdx
+);
 
 /// A switch-to-switch link seen from one end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

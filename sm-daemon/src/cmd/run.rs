@@ -283,7 +283,7 @@ fn write_dumps(dir: &Path, sm: &Sm) -> anyhow::Result<()> {
         return Ok(());
     };
     let mut out = Vec::new();
-    write_opensm_lfts(lfts, f, &mut out)?;
+    write_opensm_lfts(&lfts, f, &mut out)?;
     std::fs::write(dir.join("opensm-lfts.dump"), &out)?;
     out.clear();
     let sm_lid = Some(sm.own_lid());
@@ -318,14 +318,14 @@ fn unreachable_traced(driver: &SimDriver) -> u64 {
 
 /// Pairs the SM's own tables do not deliver, walked on its model of the fabric.
 fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
-    let (f, lfts) = (sm.fabric()?, sm.lfts()?);
-    let topo = sm_routing::Topo::new(f).ok()?;
-    let routes = sm_routing::Routes::from_lfts(lfts, &topo).ok()?;
+    let plan = sm.plan()?;
+    let topo = sm_routing::Topo::new(&plan.fabric).ok()?;
+    let routes = &plan.routes;
     let opts = sm_routing::ValidateOptions {
         credit_loops: false,
         ..sm_routing::ValidateOptions::default()
     };
-    Some(sm_routing::validate(&topo, &routes, &opts).unreachable_pairs)
+    Some(sm_routing::validate(&topo, routes, &opts).unreachable_pairs)
 }
 
 /// Checks the options both transports share.
@@ -383,7 +383,7 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
         (None, true) => cfg.sm.smp_timeout_ms as u64,
         (None, false) => smp_timeout_ms,
     };
-    p.smp_timeout = ms.saturating_mul(1_000_000);
+    p.smp_timeout = std::time::Duration::from_millis(ms);
     p.stopwatch = Some(monotonic_ns);
     Ok(p)
 }
@@ -604,13 +604,13 @@ async fn drive_umad(
     let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
     // The kernel needs a timeout on requests to match their responses; the core keeps its
     // own deadline (and retries), so the kernel's is the same and it never retries.
-    let req_timeout_ms = u32::try_from(params.smp_timeout.div_ceil(1_000_000))
+    let req_timeout_ms = u32::try_from(params.smp_timeout.as_nanos().div_ceil(1_000_000))
         .unwrap_or(u32::MAX)
         .max(1);
     let wall = Instant::now();
     let mut dev = Umad::open(port, umad::Options::default())?;
     let clock = tokio::time::Instant::now();
-    let now = move || clock.elapsed().as_nanos() as u64;
+    let now = move || sm_daemon::core::Instant::from_nanos(clock.elapsed().as_nanos() as u64);
     let mut sm = Sm::new(params, lids);
     sm.start(now());
     let mut last: Option<SweepReport> = None;
@@ -678,7 +678,7 @@ async fn drive_umad(
             continue;
         }
         let wake = match sm.poll_timeout() {
-            Some(t) => clock + std::time::Duration::from_nanos(t),
+            Some(t) => clock + std::time::Duration::from_nanos(t.as_nanos()),
             None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
         };
         tokio::select! {

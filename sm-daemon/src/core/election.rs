@@ -1,5 +1,6 @@
-//! Which SM runs the subnet (IBA 14.4): SMInfo answered to other SMs, the election at the end
-//! of discovery, a standby's polling of the master, and handover.
+//! Which SM runs the subnet (IBA 14.4), as a state machine of its own: it is told what
+//! discovery found, what polls and SMInfo requests brought, and answers with [`Action`]s
+//! that the core carries out (send an SMInfo, sweep, stop, forget what it programmed).
 //!
 //! Every heavy sweep asks each end port whose PortInfo.CapabilityMask has IsSM for its SMInfo.
 //! An SM that is Discovering becomes Standby when it finds a master or a better SM (higher
@@ -9,11 +10,12 @@
 //! polls in a row go unanswered, or as soon as the master says it is no longer master, it
 //! sweeps again as Discovering, and the best remaining SM takes over.
 
-use sm_mad::sm_info::{self, SmInfoControl, SmState};
-use sm_mad::smp::{self, Route};
-use sm_mad::{Guid, Lid, MadStatus, Method, attr, notice, port_info};
+use std::time::Duration;
 
-use super::{Discovery, Event, Nanos, Phase, Purpose, Sm, emit_data};
+use sm_mad::sm_info::{self, SmInfoControl, SmState};
+use sm_mad::{Guid, Lid, MadStatus, Method};
+
+use super::time::Instant;
 
 /// Another SM, as its SMInfo told us.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,37 +29,95 @@ pub struct RemoteSm {
     pub(super) path: Vec<u8>,
 }
 
+/// Why an SMInfo goes to another SM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ask {
+    /// A standby's poll of the master (one try: a miss is what `poll_retries` counts).
+    Poll,
+    /// Set(SMInfo) with a control.
+    Control(SmInfoControl),
+    /// A light sweep's look at an SM found before.
+    Light,
+}
+
+/// What the election asks of the core.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Action {
+    /// Send `to` an SMInfo: a Get, or for [`Ask::Control`] a Set.
+    Ask {
+        to: RemoteSm,
+        why: Ask,
+    },
+    /// Trap 144 to the master at `lid`: a better standby asks for the subnet (as OpenSM).
+    AskForSubnet {
+        lid: Lid,
+    },
+    /// Sweep (heavy).
+    Sweep,
+    /// Drop the sweep in progress and everything in flight.
+    StopActivity,
+    /// The subnet is another SM's: no sweeps, not up.
+    StandBy,
+    /// Another SM may have programmed the fabric: nothing held is known.
+    ForgetProgrammed,
+    /// Poll the master at that time.
+    PollAt(Instant),
+    CancelPoll,
+    /// The list of SMs the SA shows changed.
+    PublishSms,
+}
+
+/// What the election decided at the end of a discovery.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Decision {
+    /// Program the subnet.
+    Master,
+    /// Leave it to this SM.
+    Standby(RemoteSm),
+}
+
+/// The answer to an SMInfo Get or Set from another SM.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Reply {
+    pub(super) status: MadStatus,
+    /// Our SM_Key may be shown.
+    pub(super) show_key: bool,
+    pub(super) actions: Vec<Action>,
+}
+
+/// An SMInfo Get or Set from another SM.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Request {
+    pub(super) method: Method,
+    /// The control of a Set.
+    pub(super) modifier: u32,
+    /// The sender's SMInfo, if it parsed.
+    pub(super) theirs: Option<sm_info::Repr>,
+    pub(super) slid: Lid,
+    /// The requester passed M_Key checking (it may see our SM_Key, as OpenSM shows it).
+    pub(super) m_key_ok: bool,
+}
+
 /// Where the election stands.
 #[derive(Debug, Clone)]
 pub(super) struct Election {
-    pub(super) state: SmState,
+    state: SmState,
+    priority: u8,
+    sm_key: u64,
+    poll_interval: Duration,
+    poll_retries: u32,
     /// The master a standby polls.
-    pub(super) master: Option<RemoteSm>,
-    pub(super) next_poll: Option<Nanos>,
+    master: Option<RemoteSm>,
     /// Polls in a row the master did not answer as master.
-    pub(super) misses: u32,
-    /// The standby the subnet is being handed to (until it acknowledges).
-    pub(super) handing_to: Option<Guid>,
+    misses: u32,
+    /// The standby the subnet is being handed to (until it answers).
+    handing_to: Option<Guid>,
     /// The other SMs the last heavy sweep found.
-    pub(super) remote: Vec<RemoteSm>,
+    remote: Vec<RemoteSm>,
     /// A new master (just started, or taking over): its sweeps ask every end port that can
     /// for a client reregistration until one brings the subnet up, since what the SA
     /// knew (joins, services, subscriptions) is gone.
-    pub(super) fresh: bool,
-}
-
-impl Default for Election {
-    fn default() -> Self {
-        Election {
-            state: SmState::Discovering,
-            master: None,
-            next_poll: None,
-            misses: 0,
-            handing_to: None,
-            remote: Vec::new(),
-            fresh: false,
-        }
-    }
+    fresh: bool,
 }
 
 /// Whether an SM of (priority `a`, GUID `ag`) outranks one of (`b`, `bg`): the higher priority,
@@ -80,36 +140,73 @@ fn set_is_legal(control: u32, sender: SmState) -> bool {
     }
 }
 
-/// What the election decided at the end of a discovery.
-pub(super) enum Decision {
-    /// Program the subnet.
-    Master,
-    /// Leave it to `RemoteSm`.
-    Standby(RemoteSm),
-}
-
-impl Sm {
-    /// This SM's state in the election.
-    pub fn sm_state(&self) -> SmState {
-        self.election.state
+impl Election {
+    pub(super) fn new(
+        priority: u8,
+        sm_key: u64,
+        poll_interval: Duration,
+        poll_retries: u32,
+    ) -> Self {
+        Election {
+            state: SmState::Discovering,
+            priority,
+            sm_key,
+            poll_interval,
+            poll_retries,
+            master: None,
+            misses: 0,
+            handing_to: None,
+            remote: Vec::new(),
+            fresh: false,
+        }
     }
 
-    /// The master this SM stands by for, when it is a standby.
-    pub fn master(&self) -> Option<&RemoteSm> {
-        self.election.master.as_ref()
+    pub(super) fn state(&self) -> SmState {
+        self.state
     }
 
-    /// The other SMs the last heavy sweep found.
-    pub fn remote_sms(&self) -> &[RemoteSm] {
-        &self.election.remote
+    pub(super) fn is_master(&self) -> bool {
+        self.state == SmState::Master
     }
 
-    /// The other SMs as SMInfo, with their LIDs (for the SA).
-    pub(super) fn remote_sm_infos(&self) -> Vec<(Lid, sm_info::Repr)> {
-        self.election
-            .remote
+    /// A standby or disabled SM does not sweep: the subnet is another's.
+    pub(super) fn stands_aside(&self) -> bool {
+        matches!(self.state, SmState::Standby | SmState::NotActive)
+    }
+
+    pub(super) fn master(&self) -> Option<&RemoteSm> {
+        self.master.as_ref()
+    }
+
+    pub(super) fn remote(&self) -> &[RemoteSm] {
+        &self.remote
+    }
+
+    pub(super) fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// A sweep brought the subnet up: clients registered with this master from now on.
+    pub(super) fn subnet_up(&mut self) {
+        self.fresh = false;
+    }
+
+    /// Our SMInfo; the SM_Key only when `show_key`.
+    pub(super) fn own_info(&self, me: Guid, show_key: bool, act_count: u32) -> sm_info::Repr {
+        sm_info::Repr {
+            guid: me,
+            sm_key: if show_key { self.sm_key } else { 0 },
+            act_count,
+            priority: self.priority,
+            sm_state: self.state,
+        }
+    }
+
+    /// The other SMs as SMInfo with their LIDs (for the SA), SM_Keys hidden.
+    pub(super) fn remote_infos(&self, me: Guid) -> Vec<(Lid, sm_info::Repr)> {
+        self.remote
             .iter()
-            .filter(|r| r.guid != self.own_guid && r.lid.0 != 0)
+            .filter(|r| r.guid != me && r.lid.0 != 0)
             .map(|r| {
                 (
                     r.lid,
@@ -125,418 +222,263 @@ impl Sm {
             .collect()
     }
 
-    /// Our SMInfo; the SM_Key only for a requester that presented it.
-    fn own_sm_info(&self, show_key: bool) -> sm_info::Repr {
-        sm_info::Repr {
-            guid: self.own_guid,
-            sm_key: if show_key { self.p.sm_key } else { 0 },
-            act_count: self.reqs.counts.sent as u32,
-            priority: self.p.sm_priority,
-            sm_state: self.election.state,
-        }
-    }
-
-    /// Discovery found an end port with IsSM: ask it for its SMInfo.
-    pub(super) fn ask_sm_info(&mut self, now: Nanos, node: usize, port: u8, path: &[u8]) {
-        let data = emit_data(&self.own_sm_info(true));
-        self.submit_smp(
-            now,
-            Purpose::SmInfo { node, port },
-            Method::Get,
-            attr::SM_INFO,
-            0,
-            path,
-            data,
-        );
-    }
-
-    /// An SMInfo answer during discovery.
-    pub(super) fn on_sm_info(d: &mut Discovery, node: usize, port: u8, s: &smp::Repr) {
-        let Ok(info) = s.attribute::<sm_info::Repr>() else {
-            return;
-        };
-        let Some(n) = d.nodes.get(node) else {
-            return;
-        };
-        let lid = n
-            .ports
-            .get(port as usize)
-            .and_then(|p| p.info)
-            .map_or(Lid(0), |pi| pi.lid);
-        let path = n.route_to(port).map(<[u8]>::to_vec).unwrap_or_default();
-        d.sms.retain(|r| r.guid != info.guid);
-        d.sms.push(RemoteSm {
-            guid: info.guid,
-            lid,
-            priority: info.priority,
-            state: info.sm_state,
-            act_count: info.act_count,
-            path,
-        });
-    }
-
-    /// Whether a discovered end port claims an SM other than us.
-    pub(super) fn is_other_sm(pi: &port_info::Repr, own: bool) -> bool {
-        !own && pi.capability_mask & port_info::cap::IS_SM != 0
-    }
-
     /// The election at the end of a heavy sweep's discovery.
-    pub(super) fn elect(&mut self, now: Nanos, d: &Discovery) -> Decision {
-        if d.own_guid.0 != 0 {
-            self.own_guid = d.own_guid;
-        }
-        if let Some(pi) = d
-            .own
-            .and_then(|(n, p)| d.nodes.get(n)?.ports.get(p as usize)?.info)
-        {
-            self.own_lid = pi.lid;
-        }
-        let me = (self.p.sm_priority, self.own_guid);
-        let mut others: Vec<RemoteSm> = d
-            .sms
+    pub(super) fn decide(&mut self, found: &[RemoteSm], me: Guid) -> (Decision, Vec<Action>) {
+        let mut actions = Vec::new();
+        let mut others: Vec<&RemoteSm> = found
             .iter()
-            .filter(|r| r.guid != self.own_guid && r.state != SmState::NotActive)
-            .cloned()
+            .filter(|r| r.guid != me && r.state != SmState::NotActive)
             .collect();
         // Best first: the higher priority, then the lower GUID.
         others.sort_by_key(|r| (std::cmp::Reverse(r.priority), r.guid.0));
-        self.election.remote = d.sms.clone();
-        let better = |r: &RemoteSm| outranks(r.priority, r.guid, me.0, me.1);
+        self.remote = found.to_vec();
+        let better = |r: &RemoteSm| outranks(r.priority, r.guid, self.priority, me);
         let master = others.iter().find(|r| r.state == SmState::Master);
-        match self.election.state {
+        let decision = match self.state {
             SmState::Master => {
                 // Two masters (subnets merged): the lesser one yields.
                 if let Some(m) = master.filter(|m| better(m)) {
-                    return Decision::Standby(m.clone());
+                    return (Decision::Standby((*m).clone()), actions);
                 }
-                // The other master may have programmed the switches meanwhile: what we
-                // think they hold is no longer known.
+                // The other master may have programmed the switches meanwhile.
                 if master.is_some() {
-                    self.forget_programmed();
+                    actions.push(Action::ForgetProgrammed);
                 }
                 // A better standby gets the subnet, once the tables are in place.
                 if let Some(b) = others
                     .iter()
                     .find(|r| better(r) && r.state == SmState::Standby)
                 {
-                    if self.election.handing_to != Some(b.guid) {
-                        self.election.handing_to = Some(b.guid);
+                    if self.handing_to != Some(b.guid) {
+                        self.handing_to = Some(b.guid);
                         tracing::info!(to = %b.guid, priority = b.priority, "handing the subnet over");
-                        self.send_control(now, b, SmInfoControl::Handover);
+                        actions.push(Action::Ask {
+                            to: (*b).clone(),
+                            why: Ask::Control(SmInfoControl::Handover),
+                        });
                     }
                 }
                 Decision::Master
             }
-            _ => {
-                if let Some(m) = master {
-                    return Decision::Standby(m.clone());
-                }
-                if let Some(b) = others.iter().find(|r| better(r)) {
-                    return Decision::Standby(b.clone());
-                }
-                Decision::Master
-            }
-        }
+            _ => match master.or_else(|| others.iter().find(|r| better(r))) {
+                Some(m) => Decision::Standby((*m).clone()),
+                None => Decision::Master,
+            },
+        };
+        (decision, actions)
     }
 
     /// Becomes master (before programming).
-    pub(super) fn become_master(&mut self) {
-        if self.election.state != SmState::Master {
-            tracing::info!(priority = self.p.sm_priority, "entering MASTER state");
-            self.election.fresh = true;
-            self.forget_programmed();
+    pub(super) fn become_master(&mut self) -> Vec<Action> {
+        let mut actions = vec![Action::CancelPoll];
+        if self.state != SmState::Master {
+            tracing::info!(priority = self.priority, "entering MASTER state");
+            self.fresh = true;
+            actions.push(Action::ForgetProgrammed);
         }
-        self.election.state = SmState::Master;
-        self.election.master = None;
-        self.election.next_poll = None;
-        self.election.misses = 0;
-    }
-
-    /// Forgets what the switches and ports were last given: another SM may have changed
-    /// any of it, so the next sweep compares against what it reads, and sends every LFT,
-    /// table and MFT block again.
-    pub(super) fn forget_programmed(&mut self) {
-        self.lft_shadow.clear();
-        self.top_shadow.clear();
-        self.table_shadow.clear();
-        self.mcast.forget_all();
+        self.state = SmState::Master;
+        self.master = None;
+        self.misses = 0;
+        actions
     }
 
     /// Becomes a standby of `master`: nothing is programmed; the master is polled.
-    pub(super) fn become_standby(&mut self, now: Nanos, master: RemoteSm) {
+    pub(super) fn become_standby(&mut self, now: Instant, master: RemoteSm) -> Vec<Action> {
         tracing::info!(
             master = %master.guid,
             lid = %master.lid,
             priority = master.priority,
             "entering STANDBY state"
         );
-        self.election.state = SmState::Standby;
-        self.election.handing_to = None;
-        self.election.misses = 0;
-        self.election.next_poll = Some(now + self.p.poll_interval);
-        self.election.master = Some(master);
-        self.up = false;
-        self.next_light = None;
-        self.next_heavy = None;
-        self.resweep = false;
+        self.state = SmState::Standby;
+        self.handing_to = None;
+        self.misses = 0;
+        self.master = Some(master);
+        vec![Action::StandBy, Action::PollAt(now + self.poll_interval)]
     }
 
-    /// Ends a heavy sweep that left the subnet to another SM.
-    pub(super) fn finish_standby(&mut self, now: Nanos, master: RemoteSm) {
-        self.become_standby(now, master);
-        self.report.sm_state = "standby".into();
-        self.report.sweep_ns = now - self.started_at;
-        self.events
-            .push_back(Event::SweepDone(Box::new(self.report.clone())));
-        self.phase = Phase::Idle;
-    }
-
-    /// The standby's poll of the master, when due.
-    pub(super) fn poll_master(&mut self, now: Nanos) {
-        if self.election.state != SmState::Standby
-            || self.election.next_poll.is_none_or(|t| t > now)
-        {
-            return;
+    /// The poll of the master is due: the SMInfo Get to send (with the next poll's time).
+    pub(super) fn poll(&mut self, now: Instant) -> Vec<Action> {
+        if self.state != SmState::Standby {
+            return Vec::new();
         }
         // A fixed cadence: the next poll is due an interval after this one was sent.
-        self.election.next_poll = Some(now + self.p.poll_interval);
-        let Some(mut m) = self.election.master.clone() else {
-            return;
-        };
-        // After a miss, the next poll goes by directed route: a master whose LID the
-        // switches no longer route (stale tables after a partition) is still alive.
-        if self.election.misses % 2 == 1 && !m.path.is_empty() {
-            m.lid = Lid(0);
+        let mut actions = vec![Action::PollAt(now + self.poll_interval)];
+        if let Some(mut m) = self.master.clone() {
+            // After a miss, the next poll goes by directed route: a master whose LID the
+            // switches no longer route (stale tables after a partition) is still alive.
+            if self.misses % 2 == 1 && !m.path.is_empty() {
+                m.lid = Lid(0);
+            }
+            actions.push(Action::Ask {
+                to: m,
+                why: Ask::Poll,
+            });
         }
-        if !self.send_sm_info(now, Purpose::PollMaster, Method::Get, 0, &m) {
-            // No way to reach it: a missed poll.
-            self.on_poll(now, None);
-        }
+        actions
     }
 
-    /// An SMInfo request (with our SMInfo as data) to another SM: LID-routed when its LID is
-    /// known, else along its directed route; false when it has neither. Polls go once (a
-    /// missed poll is what `poll_retries` counts); the rest with the usual SMP retries.
-    fn send_sm_info(
-        &mut self,
-        now: Nanos,
-        purpose: Purpose,
-        method: Method,
-        modifier: u32,
-        to: &RemoteSm,
-    ) -> bool {
-        let retries = if matches!(purpose, Purpose::PollMaster) {
-            0
-        } else {
-            self.p.smp_retries
-        };
-        let data = emit_data(&self.own_sm_info(true));
-        if to.lid.0 != 0 && to.lid != Lid::PERMISSIVE {
-            let tid = self.reqs.tid();
-            let mut req = smp::Repr::request(method, tid, attr::SM_INFO, modifier, Route::Lid);
-            req.m_key = self.p.m_key;
-            if let Some(d) = data {
-                req.data.0 = d;
-            }
-            if let Ok(b) = req.to_bytes() {
-                self.reqs.submit_with(now, purpose, to.lid, b, retries);
-            }
-            true
-        } else if !to.path.is_empty() {
-            let what = (attr::SM_INFO, modifier);
-            self.submit_dr(now, purpose, method, what, &to.path, data, retries);
-            true
-        } else {
-            false
+    /// The master's answer to a poll (`None`: unanswered or unsendable).
+    pub(super) fn on_poll(&mut self, answer: Option<SmState>, me: Guid) -> Vec<Action> {
+        if self.state != SmState::Standby {
+            return Vec::new();
         }
-    }
-
-    /// The master's answer to a poll (`None`: unanswered).
-    pub(super) fn on_poll(&mut self, now: Nanos, s: Option<&smp::Repr>) {
-        if self.election.state != SmState::Standby {
-            return;
-        }
-        let state = s
-            .filter(|s| s.status == MadStatus::OK)
-            .and_then(|s| s.attribute::<sm_info::Repr>().ok())
-            .map(|i| i.sm_state);
-        match state {
+        let mut actions = Vec::new();
+        match answer {
             Some(SmState::Master) => {
-                self.election.misses = 0;
-                self.ask_for_handover();
+                self.misses = 0;
+                // A standby that outranks the master tells it so after every poll.
+                if let Some(m) = &self.master {
+                    if m.lid.0 != 0 && outranks(self.priority, me, m.priority, m.guid) {
+                        actions.push(Action::AskForSubnet { lid: m.lid });
+                    }
+                }
             }
             // Not (or not yet) master: counts as a miss, so a better SM that never takes
             // over does not keep the subnet without one.
-            Some(SmState::Discovering) | None => self.election.misses += 1,
-            Some(_) => self.election.misses = self.p.poll_retries,
+            Some(SmState::Discovering) | None => self.misses += 1,
+            Some(_) => self.misses = self.poll_retries,
         }
-        if self.election.misses >= self.p.poll_retries {
-            tracing::warn!(
-                master = ?self.election.master.as_ref().map(|m| m.guid),
-                "master lost; discovering"
-            );
-            self.election.state = SmState::Discovering;
-            self.election.master = None;
-            self.election.next_poll = None;
-            self.begin_heavy(now);
+        if self.misses >= self.poll_retries {
+            tracing::warn!(master = ?self.master.as_ref().map(|m| m.guid), "master lost; discovering");
+            self.state = SmState::Discovering;
+            self.master = None;
+            actions.push(Action::CancelPoll);
+            actions.push(Action::Sweep);
         }
+        actions
     }
 
     /// A Set(SMInfo) we sent went unanswered: a handover may be tried again by a later sweep.
     pub(super) fn on_control_lost(&mut self, to: Guid) {
-        if self.election.handing_to == Some(to) {
+        if self.handing_to == Some(to) {
             tracing::warn!(to = %to, "handover unanswered; staying master");
-            self.election.handing_to = None;
+            self.handing_to = None;
         }
     }
 
-    /// A standby that outranks the master tells it so with a trap 144 (SM priority
-    /// changed), after every poll, as OpenSM does: the master's heavy sweep then hands the
-    /// subnet over.
-    fn ask_for_handover(&mut self) {
-        let Some(m) = self.election.master.as_ref() else {
-            return;
+    /// The answer to a Set(SMInfo) we sent: an accepted handover makes us a standby.
+    pub(super) fn on_control_answer(
+        &mut self,
+        now: Instant,
+        control: SmInfoControl,
+        to: Guid,
+        status: MadStatus,
+        answered_by: Option<Guid>,
+    ) -> Vec<Action> {
+        if control != SmInfoControl::Handover || self.handing_to != Some(to) {
+            return Vec::new();
+        }
+        if status != MadStatus::OK || answered_by != Some(to) {
+            tracing::warn!(to = %to, status = status.0, "handover refused; staying master");
+            self.handing_to = None;
+            return Vec::new();
+        }
+        let Some(known) = self.remote.iter().find(|r| r.guid == to).cloned() else {
+            return Vec::new();
         };
-        if m.lid.0 == 0 || !outranks(self.p.sm_priority, self.own_guid, m.priority, m.guid) {
-            return;
-        }
-        let details = notice::details_144::Repr {
-            lid_addr: self.own_lid,
-            capability_mask: port_info::cap::IS_SM,
-            sm_priority_change: true,
-            ..Default::default()
-        };
-        let n = notice::Repr::generic(
-            notice::ProducerType::Ca,
-            self.own_lid,
-            notice::Trap::LocalChanges(details),
-        );
-        let tid = self.reqs.tid();
-        let mut req = smp::Repr::request(Method::Trap, tid, attr::NOTICE, 0, Route::Lid);
-        req.m_key = self.p.m_key;
-        if req.set_attribute(&n).is_err() {
-            return;
-        }
-        if let Ok(bytes) = req.to_bytes() {
-            tracing::debug!(master = %m.guid, "trap 144: asking the master for the subnet");
-            let lid = m.lid;
-            self.reqs.send_unsolicited(lid, bytes);
-        }
+        tracing::info!(to = %to, "handover accepted");
+        self.stand_down(
+            now,
+            RemoteSm {
+                state: SmState::Master,
+                ..known
+            },
+        )
     }
 
-    /// Set(SMInfo) with `control` to `to`.
-    fn send_control(&mut self, now: Nanos, to: &RemoteSm, control: SmInfoControl) {
-        let modifier = u32::from(control);
-        let purpose = Purpose::SmControl {
-            control: modifier,
-            to: to.guid,
+    /// Get or Set(SMInfo) from another SM.
+    pub(super) fn on_request(&mut self, now: Instant, req: Request, me: Guid) -> Reply {
+        let Request {
+            method,
+            modifier,
+            theirs,
+            slid,
+            m_key_ok,
+        } = req;
+        let mut reply = Reply {
+            status: MadStatus::OK,
+            show_key: m_key_ok,
+            actions: Vec::new(),
         };
-        if !self.send_sm_info(now, purpose, Method::Set, modifier, to) {
-            tracing::debug!(to = %to.guid, "no route to that SM");
-        }
-    }
-
-    /// Get or Set(SMInfo) from another SM: answered with our SMInfo (after acting on a Set).
-    pub(super) fn on_sm_info_request(&mut self, now: Nanos, slid: Lid, s: &smp::Repr) {
-        let theirs = s.attribute::<sm_info::Repr>().ok();
-        // The SM_Key is disclosed to a requester that passes M_Key checking (as OpenSM).
-        let mut show_key = self.p.m_key == 0 || s.m_key == self.p.m_key;
-        let mut status = MadStatus::OK;
-        if s.method == Method::Set {
-            let keyed = theirs.is_some_and(|t| t.sm_key == self.p.sm_key);
-            let legal = theirs.is_some_and(|t| set_is_legal(s.attr_mod, t.sm_state));
+        if method == Method::Set {
+            let keyed = theirs.is_some_and(|t| t.sm_key == self.sm_key);
+            let legal = theirs.is_some_and(|t| set_is_legal(modifier, t.sm_state));
             if !keyed {
                 tracing::debug!(from = %slid, "Set(SMInfo) with a wrong SM_Key ignored");
-                show_key = false;
+                reply.show_key = false;
             } else if !legal {
-                tracing::debug!(from = %slid, control = s.attr_mod, "Set(SMInfo) not legal from its sender's state");
-                status = MadStatus::INVALID_FIELD;
-            } else {
-                self.on_control(now, slid, s.attr_mod, theirs);
+                tracing::debug!(from = %slid, control = modifier, "Set(SMInfo) not legal from its sender's state");
+                reply.status = MadStatus::INVALID_FIELD;
+            } else if let Some(from) = theirs {
+                reply.actions = self.on_control(now, slid, modifier, from);
             }
         } else if let Some(t) = theirs.filter(|t| {
-            self.election.state == SmState::Master
+            self.state == SmState::Master
                 && matches!(t.sm_state, SmState::Standby | SmState::Discovering)
                 && t.guid.0 != 0
-                && t.guid != self.own_guid
-                && self.election.handing_to != Some(t.guid)
-                && outranks(t.priority, t.guid, self.p.sm_priority, self.own_guid)
+                && t.guid != me
+                && self.handing_to != Some(t.guid)
+                && outranks(t.priority, t.guid, self.priority, me)
         }) {
             // A better SM is asking: a heavy sweep finds it and hands the subnet over.
             tracing::info!(from = %t.guid, priority = t.priority, "a better SM appeared");
-            self.request_sweep(now, true);
+            reply.actions.push(Action::Sweep);
         }
-        let mut r = *s;
-        r.method = Method::GetResp;
-        r.status = status;
-        r.m_key = self.p.m_key;
-        if let Route::Directed(d) = &mut r.route {
-            d.direction = true;
-        }
-        let mut data = [0u8; 64];
-        if self.own_sm_info(show_key).emit(&mut data).is_err() {
-            return;
-        }
-        r.data.0 = data;
-        let dlid = if matches!(s.route, Route::Lid) {
-            slid
-        } else {
-            Lid::PERMISSIVE
-        };
-        if let Ok(b) = r.to_bytes() {
-            self.reqs.send_unsolicited(dlid, b);
-        }
+        reply
     }
 
-    fn on_control(&mut self, now: Nanos, slid: Lid, modifier: u32, from: Option<sm_info::Repr>) {
-        let Some(from) = from else { return };
+    fn on_control(
+        &mut self,
+        now: Instant,
+        slid: Lid,
+        modifier: u32,
+        from: sm_info::Repr,
+    ) -> Vec<Action> {
+        let path_of = |remote: &[RemoteSm], g: Guid| {
+            remote
+                .iter()
+                .find(|r| r.guid == g)
+                .map(|r| r.path.clone())
+                .unwrap_or_default()
+        };
         match SmInfoControl::from(modifier) {
             SmInfoControl::Handover
-                if matches!(self.election.state, SmState::Standby | SmState::Discovering) =>
+                if matches!(self.state, SmState::Standby | SmState::Discovering) =>
             {
                 // The answer to the Set tells the old master it is done (it stands by on
                 // it, as OpenSM does); no Acknowledge is sent, which OpenSM would refuse
                 // from a master.
                 tracing::info!(from = %from.guid, "handover received");
-                self.become_master();
-                self.request_sweep(now, true);
+                let mut actions = self.become_master();
+                actions.push(Action::Sweep);
+                actions
             }
-            SmInfoControl::Acknowledge if self.election.handing_to == Some(from.guid) => {
+            SmInfoControl::Acknowledge if self.handing_to == Some(from.guid) => {
                 let new = RemoteSm {
                     guid: from.guid,
                     lid: slid,
                     priority: from.priority,
                     state: SmState::Master,
                     act_count: from.act_count,
-                    path: self
-                        .election
-                        .remote
-                        .iter()
-                        .find(|r| r.guid == from.guid)
-                        .map(|r| r.path.clone())
-                        .unwrap_or_default(),
+                    path: path_of(&self.remote, from.guid),
                 };
-                self.stand_down(now, new);
+                self.stand_down(now, new)
             }
             SmInfoControl::Disable => {
                 tracing::info!(from = %from.guid, "disabled by another SM: NOTACTIVE");
-                self.stop_activity();
-                self.election.state = SmState::NotActive;
-                self.election.master = None;
-                self.election.next_poll = None;
+                self.state = SmState::NotActive;
+                self.master = None;
+                vec![Action::StopActivity, Action::StandBy, Action::CancelPoll]
             }
-            SmInfoControl::Discover if self.election.state != SmState::Master => {
-                self.election.state = SmState::Discovering;
-                self.election.master = None;
-                self.election.next_poll = None;
-                self.request_sweep(now, true);
+            SmInfoControl::Discover if self.state != SmState::Master => {
+                self.state = SmState::Discovering;
+                self.master = None;
+                vec![Action::CancelPoll, Action::Sweep]
             }
             // A disabled SM is woken into standby this way too (as OpenSM).
             SmInfoControl::Standby
-                if matches!(
-                    self.election.state,
-                    SmState::Discovering | SmState::NotActive
-                ) =>
+                if matches!(self.state, SmState::Discovering | SmState::NotActive) =>
             {
                 let m = RemoteSm {
                     guid: from.guid,
@@ -546,103 +488,78 @@ impl Sm {
                     act_count: from.act_count,
                     path: Vec::new(),
                 };
-                self.stop_activity();
-                self.become_standby(now, m);
+                self.stand_down(now, m)
             }
             other => {
-                tracing::debug!(?other, state = ?self.election.state, "SMInfo control ignored")
+                tracing::debug!(?other, state = ?self.state, "SMInfo control ignored");
+                Vec::new()
             }
         }
     }
 
-    /// The answer to a Set(SMInfo) we sent: an accepted handover makes us a standby.
-    pub(super) fn on_control_answer(&mut self, now: Nanos, control: u32, to: Guid, s: &smp::Repr) {
-        let handover = control == u32::from(SmInfoControl::Handover);
-        if !handover || self.election.handing_to != Some(to) {
-            return;
+    /// A light sweep asks every SM found before for its SMInfo.
+    pub(super) fn light_checks(&self, me: Guid) -> Vec<Action> {
+        if self.state != SmState::Master {
+            return Vec::new();
         }
-        let info = s.attribute::<sm_info::Repr>().ok();
-        if s.status != MadStatus::OK || info.is_none_or(|i| i.guid != to) {
-            tracing::warn!(to = %to, status = s.status.0, "handover refused; staying master");
-            self.election.handing_to = None;
-            return;
-        }
-        let Some(known) = self.election.remote.iter().find(|r| r.guid == to).cloned() else {
-            return;
-        };
-        tracing::info!(to = %to, "handover accepted");
-        self.stand_down(
-            now,
-            RemoteSm {
-                state: SmState::Master,
-                ..known
-            },
-        );
-    }
-
-    /// A light sweep asks every SM found before for its SMInfo: another master, or a
-    /// better SM ready to take over, calls for a heavy sweep (and the election in it).
-    pub(super) fn light_sm_checks(&mut self, now: Nanos) {
-        if self.election.state != SmState::Master {
-            return;
-        }
-        let known: Vec<RemoteSm> = self
-            .election
-            .remote
+        self.remote
             .iter()
-            .filter(|r| r.guid != self.own_guid)
-            .cloned()
-            .collect();
-        for r in known {
-            let _ = self.send_sm_info(now, Purpose::LightSmInfo, Method::Get, 0, &r);
-        }
+            .filter(|r| r.guid != me)
+            .map(|r| Action::Ask {
+                to: r.clone(),
+                why: Ask::Light,
+            })
+            .collect()
     }
 
-    /// A known SM's SMInfo during a light sweep.
-    pub(super) fn on_light_sm_info(&mut self, now: Nanos, s: &smp::Repr) {
-        let Ok(i) = s.attribute::<sm_info::Repr>() else {
-            return;
-        };
-        if s.status != MadStatus::OK || i.guid == self.own_guid {
-            return;
+    /// A known SM's SMInfo during a light sweep: another master, or a better SM ready to
+    /// take over, calls for a heavy sweep (and the election in it).
+    pub(super) fn on_light_info(&mut self, info: sm_info::Repr, me: Guid) -> Vec<Action> {
+        if info.guid == me {
+            return Vec::new();
         }
-        if let Some(r) = self.election.remote.iter_mut().find(|r| r.guid == i.guid) {
-            r.state = i.sm_state;
-            r.priority = i.priority;
-            r.act_count = i.act_count;
-            let infos = self.remote_sm_infos();
-            self.sa.set_remote_sms(infos);
+        let mut actions = Vec::new();
+        if let Some(r) = self.remote.iter_mut().find(|r| r.guid == info.guid) {
+            r.state = info.sm_state;
+            r.priority = info.priority;
+            r.act_count = info.act_count;
+            actions.push(Action::PublishSms);
         }
-        let better = outranks(i.priority, i.guid, self.p.sm_priority, self.own_guid);
-        let other_master = i.sm_state == SmState::Master;
-        let ready = i.sm_state == SmState::Standby && better;
-        if (other_master || ready) && self.election.handing_to != Some(i.guid) {
-            tracing::info!(sm = %i.guid, state = ?i.sm_state, priority = i.priority, "SM change seen; heavy sweep");
-            self.request_sweep(now, true);
+        let better = outranks(info.priority, info.guid, self.priority, me);
+        let other_master = info.sm_state == SmState::Master;
+        let ready = info.sm_state == SmState::Standby && better;
+        if (other_master || ready) && self.handing_to != Some(info.guid) {
+            tracing::info!(sm = %info.guid, state = ?info.sm_state, priority = info.priority, "SM change seen; heavy sweep");
+            actions.push(Action::Sweep);
         }
+        actions
     }
 
-    /// A master that handed the subnet over stops sweeping and polls the new master.
-    fn stand_down(&mut self, now: Nanos, new: RemoteSm) {
-        self.stop_activity();
-        self.become_standby(now, new);
-    }
-
-    /// Drops the sweep in progress and what it had in flight.
-    fn stop_activity(&mut self) {
-        self.reqs.clear();
-        self.mcast.forget_in_flight();
-        self.phase = Phase::Idle;
-        self.next_light = None;
-        self.next_heavy = None;
-        self.resweep = false;
-        self.up = false;
+    /// A master that handed the subnet over (or is told to stand by) stops sweeping and
+    /// polls the new master.
+    fn stand_down(&mut self, now: Instant, new: RemoteSm) -> Vec<Action> {
+        let mut actions = vec![Action::StopActivity];
+        actions.extend(self.become_standby(now, new));
+        actions
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const ME: Guid = Guid(5);
+
+    fn sm(guid: u64, priority: u8, state: SmState) -> RemoteSm {
+        RemoteSm {
+            guid: Guid(guid),
+            lid: Lid(guid as u16),
+            priority,
+            state,
+            act_count: 0,
+            path: vec![1],
+        }
+    }
 
     #[test]
     fn priority_then_lower_guid_wins() {
@@ -651,5 +568,95 @@ mod tests {
         assert!(outranks(3, Guid(1), 3, Guid(2)));
         assert!(!outranks(3, Guid(2), 3, Guid(1)));
         assert!(!outranks(3, Guid(2), 3, Guid(2)));
+    }
+
+    #[test]
+    fn a_discovering_sm_stands_by_for_a_master_or_a_better_sm() {
+        let mut e = Election::new(3, 1, Duration::from_secs(1), 2);
+        let (d, _) = e.decide(&[sm(9, 0, SmState::Master)], ME);
+        assert_eq!(d, Decision::Standby(sm(9, 0, SmState::Master)));
+        let (d, _) = e.decide(&[sm(9, 4, SmState::Discovering)], ME);
+        assert_eq!(d, Decision::Standby(sm(9, 4, SmState::Discovering)));
+        let (d, _) = e.decide(&[sm(9, 3, SmState::Standby)], ME);
+        assert_eq!(
+            d,
+            Decision::Master,
+            "equal priority: the lower GUID (ours) wins"
+        );
+    }
+
+    #[test]
+    fn a_master_hands_over_to_a_better_standby_once() {
+        let mut e = Election::new(3, 1, Duration::from_secs(1), 2);
+        e.become_master();
+        let better = sm(9, 7, SmState::Standby);
+        let (d, actions) = e.decide(std::slice::from_ref(&better), ME);
+        assert_eq!(d, Decision::Master);
+        assert_eq!(
+            actions,
+            vec![Action::Ask {
+                to: better.clone(),
+                why: Ask::Control(SmInfoControl::Handover)
+            }]
+        );
+        let (_, again) = e.decide(std::slice::from_ref(&better), ME);
+        assert!(again.is_empty(), "one handover at a time");
+        let t = Instant::from_nanos(10);
+        let actions = e.on_control_answer(
+            t,
+            SmInfoControl::Handover,
+            Guid(9),
+            MadStatus::OK,
+            Some(Guid(9)),
+        );
+        assert!(actions.contains(&Action::StopActivity));
+        assert_eq!(e.state(), SmState::Standby);
+        assert_eq!(e.master().map(|m| m.state), Some(SmState::Master));
+    }
+
+    #[test]
+    fn a_standby_takes_over_after_missed_polls() {
+        let mut e = Election::new(0, 1, Duration::from_secs(1), 2);
+        let t = Instant::from_nanos(0);
+        e.become_standby(t, sm(9, 5, SmState::Master));
+        let poll = e.poll(t);
+        assert!(poll.contains(&Action::PollAt(t + Duration::from_secs(1))));
+        assert!(e.on_poll(Some(SmState::Master), ME).is_empty());
+        assert!(e.on_poll(None, ME).is_empty());
+        // The second poll after a miss goes by directed route.
+        let Some(Action::Ask { to, .. }) = e.poll(t).into_iter().nth(1) else {
+            panic!("a poll")
+        };
+        assert_eq!(to.lid, Lid(0));
+        let actions = e.on_poll(None, ME);
+        assert!(actions.contains(&Action::Sweep));
+        assert_eq!(e.state(), SmState::Discovering);
+    }
+
+    #[test]
+    fn sets_need_the_key_and_a_legal_sender() {
+        let mut e = Election::new(0, 0x77, Duration::from_secs(1), 2);
+        let t = Instant::from_nanos(0);
+        let from = |key, state| sm_info::Repr {
+            guid: Guid(9),
+            sm_key: key,
+            act_count: 0,
+            priority: 1,
+            sm_state: state,
+        };
+        let set = |theirs| Request {
+            method: Method::Set,
+            modifier: u32::from(SmInfoControl::Handover),
+            theirs,
+            slid: Lid(9),
+            m_key_ok: true,
+        };
+        let r = e.on_request(t, set(Some(from(1, SmState::Master))), ME);
+        assert!(!r.show_key && r.actions.is_empty(), "wrong key: ignored");
+        let r = e.on_request(t, set(Some(from(0x77, SmState::Standby))), ME);
+        assert_eq!(r.status, MadStatus::INVALID_FIELD);
+        let r = e.on_request(t, set(Some(from(0x77, SmState::Master))), ME);
+        assert!(r.actions.contains(&Action::Sweep));
+        assert_eq!(e.state(), SmState::Master);
     }
 }

@@ -1,51 +1,82 @@
-//! Multicast forwarding: the SA's groups become a spanning tree each (sm-routing's
-//! [`McastPlanner`], in the unicast engine's up/down order so multicast adds no credit
-//! loop), and the switches' MFTs are programmed with only the (block, position) pairs that
-//! differ from what each switch holds.
+//! Multicast forwarding, as a state machine of its own: the SA's groups become a spanning
+//! tree each (sm-routing's [`McastPlanner`], in the unicast engine's up/down order so
+//! multicast adds no credit loop), and [`McastState::sync`] lists the MFT (block, position)
+//! pairs and MulticastFDBTops that differ from what each switch holds; the core sends them
+//! and reports each answer back ([`McastState::settle`]).
 //!
 //! A heavy sweep recomputes every group once the ports are ACTIVE and the SA has its new
 //! snapshot (the partitions' IPoIB groups exist by then). Between sweeps the joins and
 //! leaves of one millisecond recompute their groups alone and send their blocks together
-//! (OpenSM recomputes when it processes a join). A switch that advertises IsMulticastFDBTopSupported on
-//! port 0 also gets SwitchInfo.MulticastFDBTop (0xBFFF when it holds no group), as OpenSM's
-//! `use_mfttop` does.
+//! (OpenSM recomputes when it processes a join). A switch that advertises
+//! IsMulticastFDBTopSupported on port 0 also gets SwitchInfo.MulticastFDBTop (0xBFFF when it
+//! holds no group), as OpenSM's `use_mfttop` does.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-use sm_mad::{Guid, Lid, attr, mft, port_info, switch_info};
+use sm_core::mcast::McRegistry;
+use sm_mad::{Guid, Lid, mft, port_info, switch_info};
 use sm_routing::mcast::SwitchMft;
 use sm_routing::{McastPlanner, Mfts, Topo, TreeOrder};
 
-use super::{Nanos, PlannedSet, Purpose, Sm};
+use super::model::Discovered;
+use super::plan::Plan;
 
 /// MulticastFDBTop of a switch that holds no group: below every MLID.
 const NO_MLID_TOP: Lid = Lid(0xBFFF);
 
-/// What the core needs to reach a switch between sweeps.
-#[derive(Debug, Clone)]
-pub(super) struct SwitchAddr {
-    pub(super) path: Vec<u8>,
-    pub(super) info: switch_info::Repr,
-    pub(super) num_ports: u8,
-    /// Port 0 advertises IsMulticastFDBTopSupported.
-    pub(super) has_top: bool,
+/// A multicast Set for one switch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum McastSet {
+    Block {
+        guid: Guid,
+        modifier: mft::Modifier,
+        block: mft::Repr,
+    },
+    /// SwitchInfo with a new MulticastFDBTop (the rest as the switch reported it).
+    Top {
+        guid: Guid,
+        top: Lid,
+        info: switch_info::Repr,
+    },
 }
 
-/// Multicast state of the core.
+/// What a sync asks for.
+pub(super) struct SyncInput<'a> {
+    pub(super) model: &'a Discovered,
+    pub(super) plan: &'a Plan,
+    pub(super) routing: &'a sm_routing::Options,
+    pub(super) groups: &'a McRegistry,
+    /// Groups the SA changed since the last sync.
+    pub(super) changed: BTreeSet<Lid>,
+    /// Recompute every group (a heavy sweep's end).
+    pub(super) all: bool,
+    /// Program MulticastFDBTop where switches support it.
+    pub(super) use_top: bool,
+}
+
+/// The outcome of a sync.
+#[derive(Debug, Default)]
+pub(super) struct Synced {
+    pub(super) sets: Vec<McastSet>,
+    /// MFT blocks among `sets`.
+    pub(super) blocks: usize,
+    /// The wanted tables changed (the SA's MFTRecords should show them).
+    pub(super) recomputed: bool,
+}
+
+/// Multicast tables wanted and held.
 #[derive(Debug)]
 pub(super) struct McastState {
     /// The tables the groups call for, in the last snapshot's switch order.
-    pub(super) want: Option<Mfts>,
+    want: Option<Mfts>,
     /// What each switch holds once the Sets sent to it land (by GUID). Diffs are taken
     /// against this, not against confirmed state, so a change that undoes one still in
     /// flight is sent too; a Set refused or lost makes the switch unknown again.
-    pub(super) sent: Mfts,
+    sent: Mfts,
     /// MulticastFDBTop each switch holds once the Sets sent land.
-    pub(super) top_sent: HashMap<Guid, Lid>,
-    /// Multicast Sets in flight per switch.
-    pub(super) in_flight: HashMap<Guid, u32>,
-    /// Switches of the last heavy sweep.
-    pub(super) switches: HashMap<Guid, SwitchAddr>,
+    top_sent: HashMap<Guid, Lid>,
+    /// Multicast Sets in flight (or queued) per switch.
+    in_flight: HashMap<Guid, u32>,
 }
 
 impl Default for McastState {
@@ -57,12 +88,24 @@ impl Default for McastState {
             },
             top_sent: HashMap::new(),
             in_flight: HashMap::new(),
-            switches: HashMap::new(),
         }
     }
 }
 
+fn has_top(m: &Discovered, guid: Guid) -> bool {
+    m.fabric
+        .node_by_guid(guid)
+        .and_then(|n| m.fabric.port_of(n, 0))
+        .and_then(|p| m.port_info(p))
+        .is_some_and(|pi| pi.capability_mask & port_info::cap::IS_MULTICAST_FDB_TOP_SUPPORTED != 0)
+}
+
 impl McastState {
+    /// The wanted tables, once computed.
+    pub(super) fn want(&self) -> Option<&Mfts> {
+        self.want.as_ref()
+    }
+
     /// A switch lost its tables (it rebooted), or a Set to it failed: what it holds is
     /// unknown, and the next sync sends it every block.
     pub(super) fn forget(&mut self, guid: Guid) {
@@ -85,19 +128,18 @@ impl McastState {
         }
     }
 
-    /// A block goes out.
-    fn record_block(&mut self, guid: Guid, m: mft::Modifier, block: &mft::Repr) {
-        let ports = self.switches.get(&guid).map_or(0, |s| s.num_ports);
-        let t = match self.sent.switches.iter().position(|t| t.guid == guid) {
-            Some(i) => &mut self.sent.switches[i],
-            None => {
-                self.sent.switches.push(SwitchMft::new(guid, ports));
-                let last = self.sent.switches.len() - 1;
-                &mut self.sent.switches[last]
+    /// What the switches reported at the end of a heavy sweep is what they hold, where no
+    /// Set of ours is under way.
+    pub(super) fn remember_tops(&mut self, m: &Discovered) {
+        for (n, facts) in m.nodes.iter_enumerated() {
+            let Some(si) = facts.switch_info else {
+                continue;
+            };
+            let guid = m.fabric.node(n).guid;
+            if !self.in_flight.contains_key(&guid) {
+                self.top_sent.insert(guid, si.multicast_fdb_top);
             }
-        };
-        t.set_block(m, block);
-        *self.in_flight.entry(guid).or_default() += 1;
+        }
     }
 
     /// The MulticastFDBTop a switch should hold as the wanted tables stand.
@@ -121,61 +163,34 @@ impl McastState {
             self.forget(guid);
         }
     }
-}
 
-/// A switch's directed route and SwitchInfo, remembered for programming between sweeps.
-pub(super) fn switch_addr(
-    path: &[u8],
-    info: switch_info::Repr,
-    num_ports: u8,
-    port0: Option<&port_info::Repr>,
-) -> SwitchAddr {
-    SwitchAddr {
-        path: path.to_vec(),
-        info,
-        num_ports,
-        has_top: port0.is_some_and(|p| {
-            p.capability_mask & port_info::cap::IS_MULTICAST_FDB_TOP_SUPPORTED != 0
-        }),
-    }
-}
-
-impl Sm {
-    /// Recomputes the multicast trees (every group when `all`, else the groups the SA
-    /// changed) and sends the MFT blocks and tops that differ from what the switches hold.
-    /// Returns how many Sets went out.
-    pub(super) fn sync_mcast(&mut self, now: Nanos, all: bool) -> usize {
-        let changed = self.sa.take_mcast_changes();
-        let Some(fabric) = &self.fabric else {
-            return 0;
-        };
-        // The wanted tables follow the fabric of the last heavy sweep, which recomputes all.
-        let fresh = all || self.mcast.want.is_none();
-        let recompute = fresh || !changed.is_empty();
-        if recompute {
-            let topo = match Topo::new(fabric) {
+    /// Recomputes the trees (every group when `all`, else the groups the SA changed) and
+    /// lists the Sets that bring the switches there; they count as sent from now on.
+    pub(super) fn sync(&mut self, i: SyncInput<'_>) -> Synced {
+        let mut out = Synced::default();
+        let fresh = i.all || self.want.is_none();
+        if fresh || !i.changed.is_empty() {
+            let topo = match Topo::new(&i.plan.fabric) {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::warn!("multicast: no snapshot of the fabric: {e}");
-                    return 0;
+                    return out;
                 }
             };
-            let order =
-                TreeOrder::for_engine(&topo, &self.report.engine_used, &self.p.routing_options)
-                    .unwrap_or(TreeOrder::Free);
+            let order = TreeOrder::for_engine(&topo, &i.plan.engine_used, i.routing)
+                .unwrap_or(TreeOrder::Free);
             let mut planner = McastPlanner::new(&topo, order);
-            let mut want = match self.mcast.want.take() {
+            let mut want = match self.want.take() {
                 Some(w) if !fresh => w,
                 _ => Mfts::new(&topo),
             };
-            let groups = self.sa.mcast();
             let mlids: Vec<Lid> = if fresh {
-                groups.groups().map(|g| g.mlid).collect()
+                i.groups.groups().map(|g| g.mlid).collect()
             } else {
-                changed.iter().copied().collect()
+                i.changed.iter().copied().collect()
             };
             for mlid in mlids {
-                match groups.by_mlid(mlid) {
+                match i.groups.by_mlid(mlid) {
                     Some(g) => {
                         let tree = planner.tree(mlid, &g.tree_members());
                         if !tree.unreachable.is_empty() {
@@ -189,130 +204,72 @@ impl Sm {
                     None => want.clear(mlid),
                 }
             }
-            self.mcast.want = Some(want);
+            self.want = Some(want);
+            out.recomputed = true;
         }
-        let Some(want) = &self.mcast.want else {
-            return 0;
+        let Some(want) = &self.want else {
+            return out;
         };
-        let diff = want.diff(&self.mcast.sent);
-        let mut sets: Vec<PlannedSet> = Vec::new();
-        for u in &diff.blocks {
-            let Some(sw) = self.mcast.switches.get(&u.guid) else {
-                continue;
-            };
-            let mut data = [0u8; 64];
-            if u.block.emit(&mut data).is_err() {
-                continue;
-            }
-            sets.push((
-                Purpose::SetMft {
-                    guid: u.guid,
-                    modifier: u.modifier,
-                    block: u.block,
-                },
-                attr::MULTICAST_FORWARDING_TABLE,
-                u.modifier.to_attr_mod(),
-                sw.path.clone(),
-                data,
-            ));
+        let known = |g: Guid| i.model.fabric.node_by_guid(g).is_some();
+        let diff = want.diff(&self.sent);
+        for u in diff.blocks.iter().filter(|u| known(u.guid)) {
+            out.sets.push(McastSet::Block {
+                guid: u.guid,
+                modifier: u.modifier,
+                block: u.block,
+            });
         }
-        if self.p.sa.mcast_top {
+        out.blocks = out.sets.len();
+        if i.use_top {
             for t in &want.switches {
-                let Some(sw) = self.mcast.switches.get(&t.guid) else {
-                    continue;
-                };
                 let top = t.top().unwrap_or(NO_MLID_TOP);
-                if !sw.has_top || self.mcast.top_sent.get(&t.guid) == Some(&top) {
+                let Some(n) = i.model.fabric.node_by_guid(t.guid) else {
+                    continue;
+                };
+                let Some(info) = i.model.nodes[n].switch_info else {
+                    continue;
+                };
+                if !has_top(i.model, t.guid) || self.top_sent.get(&t.guid) == Some(&top) {
                     continue;
                 }
-                let si = switch_info::Repr {
-                    multicast_fdb_top: top,
-                    // Writing 1 would clear the change bit the light sweep polls.
-                    port_state_change: false,
-                    ..sw.info
-                };
-                let mut data = [0u8; 64];
-                if si.emit(&mut data).is_ok() {
-                    sets.push((
-                        Purpose::SetMcastTop { guid: t.guid, top },
-                        attr::SWITCH_INFO,
-                        0,
-                        sw.path.clone(),
-                        data,
-                    ));
-                }
+                out.sets.push(McastSet::Top {
+                    guid: t.guid,
+                    top,
+                    info,
+                });
             }
         }
-        // The SA's MFTRecords show what the switches are told.
-        if recompute {
-            self.publish_mfts();
-        }
-        let n = sets.len();
-        self.report.mft_blocks_sent += diff.blocks.len() as u64;
-        if matches!(self.phase, super::Phase::Program(_)) {
-            self.report.mcast_sets += n as u64;
-        }
-        for (purpose, ..) in &sets {
-            match *purpose {
-                Purpose::SetMft {
+        for s in &out.sets {
+            match s {
+                McastSet::Block {
                     guid,
                     modifier,
-                    ref block,
-                } => self.mcast.record_block(guid, modifier, block),
-                Purpose::SetMcastTop { guid, top } => {
-                    self.mcast.top_sent.insert(guid, top);
-                    *self.mcast.in_flight.entry(guid).or_default() += 1;
+                    block,
+                } => self.record_block(i.model, *guid, *modifier, block),
+                McastSet::Top { guid, top, .. } => {
+                    self.top_sent.insert(*guid, *top);
+                    *self.in_flight.entry(*guid).or_default() += 1;
                 }
-                _ => {}
             }
         }
-        self.submit_sets(now, sets);
-        if n > 0 {
-            tracing::debug!(sets = n, "multicast forwarding tables updated");
-        }
-        n
+        out
     }
 
-    /// Copies the wanted MFTs into the SA's snapshot.
-    fn publish_mfts(&mut self) {
-        let (Some(want), Some(fabric)) = (&self.mcast.want, &self.fabric) else {
-            return;
+    /// A block goes out.
+    fn record_block(&mut self, m: &Discovered, guid: Guid, md: mft::Modifier, block: &mft::Repr) {
+        let ports = m
+            .fabric
+            .node_by_guid(guid)
+            .map_or(0, |n| m.fabric.node(n).num_ports);
+        let t = match self.sent.switches.iter().position(|t| t.guid == guid) {
+            Some(i) => &mut self.sent.switches[i],
+            None => {
+                self.sent.switches.push(SwitchMft::new(guid, ports));
+                let last = self.sent.switches.len() - 1;
+                &mut self.sent.switches[last]
+            }
         };
-        let Some(db) = self.sa.db_mut() else {
-            return;
-        };
-        for t in &want.switches {
-            let Some(node) = fabric.node_by_guid(t.guid) else {
-                continue;
-            };
-            db.clear_mft(node);
-            for b in 0..t.blocks() {
-                for pos in 0..t.positions() {
-                    let block = t.block(b, pos);
-                    if block.port_mask_block.iter().any(|&w| w != 0) {
-                        db.set_mft(node, b, pos, block);
-                    }
-                }
-            }
-        }
-    }
-
-    /// A multicast Set answered (`ok`: accepted) or lost.
-    pub(super) fn on_mcast_answer(&mut self, purpose: &Purpose, ok: bool) {
-        match *purpose {
-            Purpose::SetMft { guid, modifier, .. } => {
-                if !ok {
-                    tracing::warn!(%guid, block = modifier.block, position = modifier.position, "MFT block refused or lost; the switch's table is sent again");
-                }
-                self.mcast.settle(guid, ok);
-            }
-            Purpose::SetMcastTop { guid, top } => {
-                if !ok {
-                    tracing::warn!(%guid, %top, "MulticastFDBTop refused or lost");
-                }
-                self.mcast.settle(guid, ok);
-            }
-            _ => {}
-        }
+        t.set_block(md, block);
+        *self.in_flight.entry(guid).or_default() += 1;
     }
 }

@@ -1,11 +1,16 @@
-//! Outstanding SMPs: a bounded window, a backlog behind it, a deadline and a retry budget
-//! per request. Keyed by the low 32 bits of the TID, which survive every kernel's rewriting.
+//! Outstanding SMPs: a bounded window, a deadline and a retry budget per request, keyed by
+//! the low 32 bits of the TID (which survive every kernel's rewriting of the high half).
+//!
+//! There is no backlog here: the core fills the window from its work (discovery's queue,
+//! the programming cursor) only while [`Requests::has_room`], so a sweep that sends
+//! millions of Sets never holds more than the window's worth of encoded MADs.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
 
-use sm_mad::{Lid, Tid};
+use sm_mad::{Lid, Tid, mad};
 
-use super::Nanos;
+use super::time::Instant;
 
 /// A MAD to put on the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +32,7 @@ struct Pending<P> {
     purpose: P,
     dlid: Lid,
     mad: [u8; 256],
-    deadline: Nanos,
+    deadline: Instant,
     tries_left: u32,
 }
 
@@ -40,31 +45,41 @@ pub struct MadCounts {
     pub lost: u64,
 }
 
+impl std::ops::Sub for MadCounts {
+    type Output = MadCounts;
+    fn sub(self, o: MadCounts) -> MadCounts {
+        MadCounts {
+            sent: self.sent - o.sent,
+            retried: self.retried - o.retried,
+            lost: self.lost - o.lost,
+        }
+    }
+}
+
 /// The request table.
 #[derive(Debug)]
 pub(crate) struct Requests<P> {
     window: usize,
-    timeout: Nanos,
-    retries: u32,
+    timeout: Duration,
     next_tid: u32,
     inflight: HashMap<u32, Pending<P>>,
-    deadlines: BTreeSet<(Nanos, u32)>,
-    /// Requests waiting for room in the window, each with its retry budget.
-    backlog: VecDeque<(P, Lid, [u8; 256], u32)>,
+    deadlines: BTreeSet<(Instant, u32)>,
     out: VecDeque<Transmit>,
     pub(crate) counts: MadCounts,
 }
 
+fn stamp(mad: &mut [u8; 256], tid: Tid) {
+    mad::field::TID.set(mad, tid);
+}
+
 impl<P> Requests<P> {
-    pub(crate) fn new(window: usize, timeout: Nanos, retries: u32) -> Self {
+    pub(crate) fn new(window: usize, timeout: Duration) -> Self {
         Requests {
             window: window.max(1),
-            timeout: timeout.max(1),
-            retries,
+            timeout: timeout.max(Duration::from_nanos(1)),
             next_tid: 1,
             inflight: HashMap::new(),
             deadlines: BTreeSet::new(),
-            backlog: VecDeque::new(),
             out: VecDeque::new(),
             counts: MadCounts::default(),
         }
@@ -77,39 +92,28 @@ impl<P> Requests<P> {
         Tid(t as u64)
     }
 
-    /// Queues a request; `stamp` writes the TID into the MAD.
-    pub(crate) fn submit(&mut self, now: Nanos, purpose: P, dlid: Lid, mad: [u8; 256]) {
-        self.submit_with(now, purpose, dlid, mad, self.retries);
+    /// Whether another request may go out now.
+    pub(crate) fn has_room(&self) -> bool {
+        self.inflight.len() < self.window
     }
 
-    /// Like [`Requests::submit`], with its own number of retries (0: one try).
-    pub(crate) fn submit_with(
+    /// Sends a request (its TID is stamped here) with `retries` tries after the first.
+    pub(crate) fn send(
         &mut self,
-        now: Nanos,
+        now: Instant,
         purpose: P,
         dlid: Lid,
-        mad: [u8; 256],
+        mut mad: [u8; 256],
         retries: u32,
     ) {
-        self.backlog.push_back((purpose, dlid, mad, retries));
-        self.pump(now);
-    }
-
-    /// Sends from the backlog while the window has room.
-    fn pump(&mut self, now: Nanos) {
-        while self.inflight.len() < self.window {
-            let Some((purpose, dlid, mut mad, retries)) = self.backlog.pop_front() else {
-                break;
-            };
-            let tid = self.tid();
-            mad[8..16].copy_from_slice(&tid.0.to_be_bytes());
-            self.launch(now, tid.low32(), purpose, dlid, mad, retries);
-        }
+        let tid = self.tid();
+        stamp(&mut mad, tid);
+        self.launch(now, tid.low32(), purpose, dlid, mad, retries);
     }
 
     fn launch(
         &mut self,
-        now: Nanos,
+        now: Instant,
         tid: u32,
         purpose: P,
         dlid: Lid,
@@ -138,15 +142,14 @@ impl<P> Requests<P> {
     }
 
     /// The request an answer belongs to, removed from the table.
-    pub(crate) fn complete(&mut self, now: Nanos, tid: Tid) -> Option<P> {
+    pub(crate) fn complete(&mut self, tid: Tid) -> Option<P> {
         let p = self.inflight.remove(&tid.low32())?;
         self.deadlines.remove(&(p.deadline, tid.low32()));
-        self.pump(now);
         Some(p.purpose)
     }
 
     /// Retries or gives up every request whose deadline passed; returns the given-up ones.
-    pub(crate) fn expire(&mut self, now: Nanos) -> Vec<P> {
+    pub(crate) fn expire(&mut self, now: Instant) -> Vec<P> {
         let mut lost = Vec::new();
         while let Some(&(deadline, tid)) = self.deadlines.first() {
             if deadline > now {
@@ -158,22 +161,21 @@ impl<P> Requests<P> {
             };
             if p.tries_left > 0 {
                 self.counts.retried += 1;
-                tracing::debug!(tid, deadline, now, "SMP timed out; retrying");
+                tracing::debug!(tid, "SMP timed out; retrying");
                 // A new TID per attempt: a late answer to the old one is then ignored.
                 let new = self.tid();
                 let mut mad = p.mad;
-                mad[8..16].copy_from_slice(&new.0.to_be_bytes());
+                stamp(&mut mad, new);
                 self.launch(now, new.low32(), p.purpose, p.dlid, mad, p.tries_left - 1);
             } else {
                 self.counts.lost += 1;
                 lost.push(p.purpose);
             }
         }
-        self.pump(now);
         lost
     }
 
-    /// A MAD that expects no answer (responses, TrapRepress).
+    /// A MAD that expects no answer (responses, TrapRepress, traps).
     pub(crate) fn send_unsolicited(&mut self, dlid: Lid, mad: [u8; 256]) {
         self.counts.sent += 1;
         self.out.push_back(Transmit {
@@ -191,15 +193,11 @@ impl<P> Requests<P> {
     /// Like `poll_transmit`, for a shell on a real clock: a request's deadline then counts
     /// from `now`, when it is handed to the transport, not from when the core queued it (a
     /// long computation in between, such as routing, would otherwise expire it unsent).
-    pub(crate) fn poll_transmit_at(&mut self, now: Nanos) -> Option<Transmit> {
+    pub(crate) fn poll_transmit_at(&mut self, now: Instant) -> Option<Transmit> {
         let t = self.out.pop_front()?;
         if t.expects_response {
-            let tid = t
-                .mad
-                .get(12..16)
-                .and_then(|b| <[u8; 4]>::try_from(b).ok())
-                .map_or(0, u32::from_be_bytes);
-            let fresh = now.saturating_add(self.timeout);
+            let tid = mad::peek_tid(&t.mad).map_or(0, Tid::low32);
+            let fresh = now + self.timeout;
             if let Some(p) = self.inflight.get_mut(&tid) {
                 if p.deadline < fresh {
                     self.deadlines.remove(&(p.deadline, tid));
@@ -211,20 +209,19 @@ impl<P> Requests<P> {
         Some(t)
     }
 
-    pub(crate) fn next_deadline(&self) -> Option<Nanos> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.first().map(|d| d.0)
     }
 
-    /// Requests in flight or waiting.
-    pub(crate) fn busy(&self) -> usize {
-        self.inflight.len() + self.backlog.len()
+    /// Requests in flight.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.inflight.len()
     }
 
     /// Forgets everything outstanding (a new sweep starts over).
     pub(crate) fn clear(&mut self) {
         self.inflight.clear();
         self.deadlines.clear();
-        self.backlog.clear();
     }
 }
 
@@ -232,40 +229,44 @@ impl<P> Requests<P> {
 mod tests {
     use super::*;
 
+    fn at(ns: u64) -> Instant {
+        Instant::from_nanos(ns)
+    }
+
+    fn tid_of(t: &Transmit) -> Tid {
+        mad::field::TID.get(&t.mad)
+    }
+
     #[test]
     fn window_retry_and_loss() {
-        let mut r: Requests<u32> = Requests::new(2, 100, 1);
-        for i in 0..3 {
-            r.submit(0, i, Lid(1), [0; 256]);
-        }
-        assert_eq!(r.busy(), 3);
+        let mut r: Requests<u32> = Requests::new(2, Duration::from_nanos(100));
+        r.send(at(0), 0, Lid(1), [0; 256], 1);
+        r.send(at(0), 1, Lid(1), [0; 256], 1);
+        assert!(!r.has_room(), "window of 2");
         let a = r.poll_transmit().unwrap();
         let b = r.poll_transmit().unwrap();
-        assert!(r.poll_transmit().is_none(), "window of 2");
-        let tid_a = Tid(u64::from_be_bytes(a.mad[8..16].try_into().unwrap()));
-        assert_eq!(r.complete(10, tid_a), Some(0));
-        assert!(r.poll_transmit().is_some(), "the third goes out");
+        assert_eq!(r.complete(tid_of(&a)), Some(0));
+        assert!(r.has_room());
+        r.send(at(10), 2, Lid(1), [0; 256], 1);
         // b times out: one retry with a new TID, then lost.
-        let tid_b = Tid(u64::from_be_bytes(b.mad[8..16].try_into().unwrap()));
-        assert!(r.expire(100).is_empty());
+        assert!(r.expire(at(100)).is_empty());
         assert_eq!(r.counts.retried, 1);
-        assert_eq!(r.complete(150, tid_b), None, "old TID no longer matches");
+        assert_eq!(r.complete(tid_of(&b)), None, "old TID no longer matches");
         // b's retry is lost; c (sent at 10) gets its one retry.
-        assert_eq!(r.expire(1_000), vec![1]);
-        assert_eq!(r.expire(2_000), vec![2]);
+        assert_eq!(r.expire(at(1_000)), vec![1]);
+        assert_eq!(r.expire(at(2_000)), vec![2]);
         assert_eq!(r.counts.lost, 2);
-        assert_eq!(r.busy(), 0);
+        assert_eq!(r.in_flight(), 0);
     }
 
     #[test]
     fn deadline_counts_from_hand_over() {
-        let mut r: Requests<u32> = Requests::new(4, 100, 0);
-        r.submit(0, 1, Lid(1), [0; 256]);
+        let mut r: Requests<u32> = Requests::new(4, Duration::from_nanos(100));
+        r.send(at(0), 1, Lid(1), [0; 256], 0);
         // Handed to the transport only at 500 (the core was busy in between).
-        let t = r.poll_transmit_at(500).unwrap();
-        let tid = Tid(u64::from_be_bytes(t.mad[8..16].try_into().unwrap()));
-        assert_eq!(r.next_deadline(), Some(600));
-        assert!(r.expire(550).is_empty());
-        assert_eq!(r.complete(560, tid), Some(1));
+        let t = r.poll_transmit_at(at(500)).unwrap();
+        assert_eq!(r.next_deadline(), Some(at(600)));
+        assert!(r.expire(at(550)).is_empty());
+        assert_eq!(r.complete(tid_of(&t)), Some(1));
     }
 }

@@ -46,7 +46,9 @@ use sm_mad::{Gid, Method, Tid, attr, inform_info_record as iir, sa};
 use super::db::Db;
 use super::records::{HResult, Out, Query};
 use super::{Requester, State};
-use crate::core::Nanos;
+use std::time::Duration;
+
+use crate::core::time::Instant;
 
 /// ProducerType / VendorID value meaning "every producer".
 const ALL_PRODUCERS: u32 = 0xFF_FFFF;
@@ -296,7 +298,7 @@ pub(crate) fn access(db: &Db, st: &State, s: &Subscription, n: &notice::Repr) ->
 struct Pending {
     to: Requester,
     mad: [u8; 256],
-    deadline: Nanos,
+    deadline: Instant,
     tries_left: u32,
 }
 
@@ -305,7 +307,7 @@ struct Pending {
 pub(crate) struct Reports {
     next_tid: u32,
     pending: HashMap<u32, Pending>,
-    deadlines: BTreeSet<(Nanos, u32)>,
+    deadlines: BTreeSet<(Instant, u32)>,
     /// Reports sent, resent, acknowledged, given up.
     pub(crate) stats: ReportStats,
 }
@@ -332,17 +334,17 @@ impl Reports {
     /// A Report(Notice) for `to`, queued with its deadline; returns the MAD to send.
     pub(crate) fn send(
         &mut self,
-        now: Nanos,
+        now: Instant,
         to: Requester,
         n: &notice::Repr,
-        timeout: Nanos,
+        timeout: Duration,
         retries: u32,
     ) -> Option<[u8; 256]> {
         let tid = self.tid();
         let mut r = sa::Repr::request(Method::Report, Tid(u64::from(tid)), attr::NOTICE, 0);
         n.emit(&mut r.data.0).ok()?;
         let mad = r.to_bytes().ok()?;
-        let deadline = now.saturating_add(timeout);
+        let deadline = now + timeout;
         self.pending.insert(
             tid,
             Pending {
@@ -369,7 +371,7 @@ impl Reports {
         }
     }
 
-    pub(crate) fn next_deadline(&self) -> Option<Nanos> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.first().map(|d| d.0)
     }
 
@@ -379,7 +381,7 @@ impl Reports {
     }
 
     /// Resends (with a new TID) or gives up every Report whose deadline passed.
-    pub(crate) fn expire(&mut self, now: Nanos, timeout: Nanos) -> Vec<Outgoing> {
+    pub(crate) fn expire(&mut self, now: Instant, timeout: Duration) -> Vec<Outgoing> {
         let mut out = Vec::new();
         while let Some(&(d, tid)) = self.deadlines.first() {
             if d > now {
@@ -397,7 +399,7 @@ impl Reports {
             p.tries_left -= 1;
             let new = self.tid();
             p.mad[8..16].copy_from_slice(&u64::from(new).to_be_bytes());
-            p.deadline = now.saturating_add(timeout);
+            p.deadline = now + timeout;
             self.deadlines.insert((p.deadline, new));
             self.stats.resent += 1;
             out.push((p.to, p.mad));

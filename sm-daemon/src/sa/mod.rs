@@ -60,7 +60,7 @@ use sm_mad::{Gid, Guid, Lid, Tid, attr, notice, sa};
 pub use db::{Db, DbParams, port_rate};
 pub use inform::ReportStats;
 
-use crate::core::Nanos;
+use crate::core::time::Instant;
 use records::{Out, Query, Run};
 
 /// How table answers reach the wire.
@@ -82,17 +82,17 @@ pub struct SaConfig {
     /// ClassPortInfo.RespTimeValue (4.096 us x 2^value; OpenSM answers 16).
     pub resp_time_value: u8,
     /// RMPP: how long to wait for an ACK before going back.
-    pub ack_timeout: Nanos,
+    pub ack_timeout: Duration,
     /// RMPP: timeouts in a row before a transfer is abandoned.
     pub max_retries: u32,
     /// RMPP transfers in progress at once; beyond, queries get ERR_NO_RESOURCES.
     pub max_transfers: usize,
     /// A multi-segment request that stops arriving is dropped after this long.
-    pub receive_timeout: Nanos,
+    pub receive_timeout: Duration,
     /// Largest answer, in bytes of records.
     pub max_payload: usize,
     /// Report(Notice): how long to wait for the ReportResp before sending again.
-    pub report_timeout: Nanos,
+    pub report_timeout: Duration,
     /// Report(Notice): resends before giving up.
     pub report_retries: u32,
     /// Drop a port's event subscriptions when it leaves the subnet (OpenSM's
@@ -112,12 +112,12 @@ impl Default for SaConfig {
             rmpp: RmppMode::Segment,
             sa_key: 1,
             resp_time_value: 16,
-            ack_timeout: 2_000_000_000,
+            ack_timeout: Duration::from_secs(2),
             max_retries: 5,
             max_transfers: 4096,
-            receive_timeout: 10_000_000_000,
+            receive_timeout: Duration::from_secs(10),
             max_payload: 16 << 20,
-            report_timeout: 1_000_000_000,
+            report_timeout: Duration::from_secs(1),
             report_retries: 3,
             drop_event_subscriptions: true,
             mcast_top: true,
@@ -206,11 +206,11 @@ struct Transfer {
     recv: Option<RmppReceiver>,
     /// The request was reassembled and answered.
     answered: bool,
-    send: Option<RmppSender<u64>>,
+    send: Option<RmppSender<Instant>>,
     /// The deadline registered in `Server::deadlines`.
-    deadline: Option<Nanos>,
+    deadline: Option<Instant>,
     /// Receiving gives up then.
-    recv_deadline: Nanos,
+    recv_deadline: Instant,
 }
 
 /// What the SA keeps besides the snapshot: the multicast groups, the services, the event
@@ -274,7 +274,7 @@ pub struct Server {
     db: Option<Db>,
     out: VecDeque<Reply>,
     transfers: HashMap<Key, Transfer>,
-    deadlines: BTreeSet<(Nanos, Key)>,
+    deadlines: BTreeSet<(Instant, Key)>,
     stats: SaStats,
     state: State,
     reports: inform::Reports,
@@ -316,7 +316,7 @@ impl Server {
     /// [`SaConfig::drop_event_subscriptions`]), the partitions' multicast groups are
     /// created, and traps 65 / 64 (GID out of / in service) and 66 / 67 are reported to
     /// subscribers.
-    pub fn install(&mut self, now: Nanos, db: Db, partitions: &Partitions) {
+    pub fn install(&mut self, now: Instant, db: Db, partitions: &Partitions) {
         let old = self.db.take();
         let ends = |d: &Db| -> BTreeSet<Guid> { d.guid_port.keys().copied().collect() };
         let new_ports = ends(&db);
@@ -439,7 +439,7 @@ impl Server {
     /// A trap the SM received (its Notice as the SMP carried it, without IssuerGID), to be
     /// forwarded to subscribers. A repeat of a trap (same issuer and TID) is not forwarded
     /// again.
-    pub fn report_trap(&mut self, now: Nanos, slid: Lid, tid: Tid, mut n: notice::Repr) {
+    pub fn report_trap(&mut self, now: Instant, slid: Lid, tid: Tid, mut n: notice::Repr) {
         if self.recent_traps.contains(&(slid, tid.0)) {
             return;
         }
@@ -460,7 +460,7 @@ impl Server {
     }
 
     /// Reports the notices the state collected (66 / 67).
-    fn flush(&mut self, now: Nanos) {
+    fn flush(&mut self, now: Instant) {
         let pending = std::mem::take(&mut self.state.mc_notices);
         if pending.is_empty() {
             return;
@@ -482,7 +482,7 @@ impl Server {
 
     /// Sends `n` to every subscription that selects it and may see it (`db`: the snapshot
     /// its ports are in).
-    fn forward(&mut self, now: Nanos, n: &notice::Repr, db: &Db) {
+    fn forward(&mut self, now: Instant, n: &notice::Repr, db: &Db) {
         let mut drop = Vec::new();
         let mut sends = Vec::new();
         for (i, s) in self.state.informs.list.iter().enumerate() {
@@ -540,7 +540,7 @@ impl Server {
         self.out.pop_front()
     }
 
-    pub fn poll_timeout(&self) -> Option<Nanos> {
+    pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.deadlines.first().map(|d| d.0),
             self.reports.next_deadline(),
@@ -552,7 +552,7 @@ impl Server {
     }
 
     /// A class-0x03 MAD from `from` (never panics, whatever the bytes).
-    pub fn handle_mad(&mut self, now: Nanos, from: Requester, m: &[u8]) {
+    pub fn handle_mad(&mut self, now: Instant, from: Requester, m: &[u8]) {
         if m.len() < MAD_HEADER_LEN || m[1] != MgmtClass::SubnAdm.to_raw_value() {
             tracing::debug!(len = m.len(), slid = %from.lid, "SA: not an SA MAD; dropped");
             self.stats.dropped += 1;
@@ -586,7 +586,7 @@ impl Server {
     }
 
     /// RMPP traffic from a requester: control MADs for our senders, DATA of a request.
-    fn on_rmpp(&mut self, now: Nanos, from: Requester, m: &[u8], r: &rmpp::Repr) {
+    fn on_rmpp(&mut self, now: Instant, from: Requester, m: &[u8], r: &rmpp::Repr) {
         let key = (from.lid, tid_of(m));
         match r.rmpp_type {
             RmppType::Ack | RmppType::Stop | RmppType::Abort => {
@@ -620,7 +620,7 @@ impl Server {
                             answered: false,
                             send: None,
                             deadline: None,
-                            recv_deadline: now.saturating_add(self.cfg.receive_timeout),
+                            recv_deadline: now + self.cfg.receive_timeout,
                         },
                     );
                 }
@@ -711,7 +711,7 @@ impl Server {
         }
     }
 
-    pub fn handle_timeout(&mut self, now: Nanos) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         for (to, mad) in self.reports.expire(now, self.cfg.report_timeout) {
             self.out.push_back(Reply {
                 to,
@@ -742,7 +742,7 @@ impl Server {
     }
 
     /// Puts an answer on its way.
-    fn deliver(&mut self, now: Nanos, to: Requester, key: Key, a: Answer) {
+    fn deliver(&mut self, now: Instant, to: Requester, key: Key, a: Answer) {
         self.stats.queries += 1;
         match a {
             Answer::Single(b) => {
@@ -776,7 +776,14 @@ impl Server {
         }
     }
 
-    fn send_table(&mut self, now: Nanos, to: Requester, key: Key, h: &sa::Repr, payload: Vec<u8>) {
+    fn send_table(
+        &mut self,
+        now: Instant,
+        to: Requester,
+        key: Key,
+        h: &sa::Repr,
+        payload: Vec<u8>,
+    ) {
         let exists = self.transfers.get(&key).is_some_and(|t| t.send.is_some());
         if exists {
             tracing::debug!(
@@ -804,7 +811,7 @@ impl Server {
             }
         };
         let cfg = SenderConfig {
-            ack_timeout: Duration::from_nanos(self.cfg.ack_timeout),
+            ack_timeout: self.cfg.ack_timeout,
             max_retries: self.cfg.max_retries,
             initial_window: 1,
         };
@@ -824,7 +831,7 @@ impl Server {
     /// The answer to one request (a whole MAD: 256 bytes, or longer when reassembled), or
     /// `None` when it is to be dropped. Pure: the same request gives the same answer; a Set
     /// or Delete is answered as it would be, on a copy of the SA's state.
-    pub fn query(&self, now: Nanos, from: Requester, req: &[u8]) -> Option<Answer> {
+    pub fn query(&self, now: Instant, from: Requester, req: &[u8]) -> Option<Answer> {
         let db = self.db.as_ref()?;
         let mut copy;
         let st = if is_set(req) {
@@ -838,7 +845,7 @@ impl Server {
 
     /// Answers a request, applying what a Set or Delete changes, and reports the notices
     /// the change raised.
-    fn serve(&mut self, now: Nanos, from: Requester, req: &[u8]) -> Option<Answer> {
+    fn serve(&mut self, now: Instant, from: Requester, req: &[u8]) -> Option<Answer> {
         let db = self.db.as_ref()?;
         let a = answer(
             &self.cfg,
@@ -865,7 +872,7 @@ fn answer(
     cfg: &SaConfig,
     db: &Db,
     mut st: StateRef<'_>,
-    now: Nanos,
+    now: Instant,
     from: Requester,
     req: &[u8],
 ) -> Option<Answer> {

@@ -19,7 +19,7 @@ use super::State;
 use super::db::{Db, NONE};
 use super::mask::{Rec, layout};
 use super::{Requester, inform, mcast, service};
-use crate::core::Nanos;
+use crate::core::time::Instant;
 
 /// One query, as the handlers see it.
 #[derive(Debug, Clone, Copy)]
@@ -36,7 +36,7 @@ pub(crate) struct Query<'a> {
     /// Where the request came from (subscriptions keep it as their report address).
     pub(crate) from: Requester,
     /// The core's clock (service leases).
-    pub(crate) now: Nanos,
+    pub(crate) now: Instant,
 }
 
 /// The records of an answer, each `len` bytes, laid out `attribute_offset * 8` apart.

@@ -24,14 +24,16 @@ use super::State;
 use super::db::Db;
 use super::mask::{Rec, layout};
 use super::records::{HResult, Out, Query};
-use crate::core::Nanos;
+use std::time::Duration;
+
+use crate::core::time::Instant;
 
 /// One registered service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Service {
     pub(crate) rec: svc::Repr,
     /// When the lease runs out (`None`: infinite).
-    pub(crate) expires: Option<Nanos>,
+    pub(crate) expires: Option<Instant>,
 }
 
 /// The registered services, in registration order.
@@ -47,18 +49,18 @@ fn same_rid(a: &svc::Repr, b: &svc::Repr) -> bool {
         && a.service_p_key == b.service_p_key
 }
 
-fn lease_end(now: Nanos, lease: Lease) -> Option<Nanos> {
-    (!lease.is_infinite()).then(|| now.saturating_add(u64::from(lease.0) * 1_000_000_000))
+fn lease_end(now: Instant, lease: Lease) -> Option<Instant> {
+    (!lease.is_infinite()).then(|| now + Duration::from_secs(u64::from(lease.0)))
 }
 
 impl Services {
     /// The earliest lease end.
-    pub(crate) fn next_expiry(&self) -> Option<Nanos> {
+    pub(crate) fn next_expiry(&self) -> Option<Instant> {
         self.list.iter().filter_map(|s| s.expires).min()
     }
 
     /// Removes the services whose lease ended by `now`; returns how many.
-    pub(crate) fn expire(&mut self, now: Nanos) -> usize {
+    pub(crate) fn expire(&mut self, now: Instant) -> usize {
         let before = self.list.len();
         self.list.retain(|s| {
             let keep = s.expires.is_none_or(|t| t > now);

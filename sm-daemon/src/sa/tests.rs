@@ -11,6 +11,7 @@ use sm_core::partitions::{Partitions, pkey_tables};
 use sm_mad::{Guid, Lid, node_info};
 
 use super::*;
+use crate::core::Instant;
 
 /// ibsim's `net.2sw2path4hca`, the fabric the OpenSM vectors were captured on.
 const NET: &str = include_str!("../../tests/data/2sw2path4hca.net");
@@ -119,7 +120,7 @@ fn server(db: Db) -> Server {
 fn answer(srv: &Server, req: &str) -> Vec<u8> {
     let mut r = vector(req);
     r.resize(256, 0);
-    match srv.query(0, Requester::at(Lid(2)), &r).unwrap() {
+    match srv.query(Instant::ZERO, Requester::at(Lid(2)), &r).unwrap() {
         Answer::Single(b) => b.to_vec(),
         Answer::Table { header, payload } => {
             let mut h = *header;
@@ -222,7 +223,7 @@ fn segment_mode_table_answers_are_rmpp_transfers() {
     req.resize(256, 0);
     // Every link (mask 0): 12 records of 8 bytes, one segment, acknowledged by the client.
     req[48..56].fill(0);
-    srv.handle_mad(0, Requester::at(Lid(2)), &req);
+    srv.handle_mad(Instant::ZERO, Requester::at(Lid(2)), &req);
     let seg = srv.poll_transmit().unwrap();
     assert!(srv.poll_transmit().is_none());
     let r = rmpp::Repr::parse_mad(&seg.mad).unwrap();
@@ -248,7 +249,7 @@ fn nothing_before_a_snapshot_and_nothing_to_responses() {
     let mut srv = Server::new(SaConfig::default());
     let mut req = vector("sa_noderecord.req.mad");
     req.resize(256, 0);
-    srv.handle_mad(0, Requester::at(Lid(2)), &req);
+    srv.handle_mad(Instant::ZERO, Requester::at(Lid(2)), &req);
     assert!(
         srv.poll_transmit().is_none(),
         "C15-0.1.3: silent until the subnet is up"
@@ -256,9 +257,9 @@ fn nothing_before_a_snapshot_and_nothing_to_responses() {
     srv.set_db(opensm_db());
     let mut resp = req.clone();
     resp[3] |= 0x80;
-    srv.handle_mad(0, Requester::at(Lid(2)), &resp);
+    srv.handle_mad(Instant::ZERO, Requester::at(Lid(2)), &resp);
     assert!(srv.poll_transmit().is_none());
-    srv.handle_mad(0, Requester::at(Lid(2)), &req);
+    srv.handle_mad(Instant::ZERO, Requester::at(Lid(2)), &req);
     assert!(srv.poll_transmit().is_some());
 }
 
@@ -271,7 +272,7 @@ fn no_resources_and_unknown_requesters() {
     srv.set_db(opensm_db());
     let mut req = vector("sa_linkrecord.req.mad");
     req.resize(256, 0);
-    srv.handle_mad(0, Requester::at(Lid(2)), &req);
+    srv.handle_mad(Instant::ZERO, Requester::at(Lid(2)), &req);
     let r = srv.poll_transmit().unwrap();
     assert_eq!(
         u16::from_be_bytes([r.mad[4], r.mad[5]]),
@@ -282,7 +283,10 @@ fn no_resources_and_unknown_requesters() {
     assert_eq!(r.mad.len(), 256);
     // A requester LID the SA does not know.
     let srv = server(opensm_db());
-    let Answer::Single(b) = srv.query(0, Requester::at(Lid(0x4444)), &req).unwrap() else {
+    let Answer::Single(b) = srv
+        .query(Instant::ZERO, Requester::at(Lid(0x4444)), &req)
+        .unwrap()
+    else {
         panic!("an error answer")
     };
     assert_eq!(u16::from_be_bytes([b[4], b[5]]), 0x0200, "ERR_REQ_INVALID");

@@ -26,7 +26,7 @@
 //!     .collect();
 //! let params = |priority| Params {
 //!     sm_priority: priority,
-//!     poll_interval: S,
+//!     poll_interval: std::time::Duration::from_secs(1),
 //!     poll_retries: 3,
 //!     ..Params::default()
 //! };
@@ -50,7 +50,10 @@ use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::lid::LidStore;
 use sm_sim::{EndpointId, Sim, SimConfig, SmEvent};
 
-use crate::core::{Event, Nanos, Params, Sm};
+use crate::core::{Event, Instant, Params, Sm};
+
+/// Virtual time of the simulated fabric, in nanoseconds.
+pub type Nanos = u64;
 
 /// Another SM on the same fabric.
 #[derive(Debug)]
@@ -118,7 +121,7 @@ impl SimDriver {
         let now = self.now;
         if let Some(p) = self.peers.get_mut(i) {
             self.sim.set_is_sm(p.port, true);
-            p.sm.start(now);
+            p.sm.start(Instant::from_nanos(now));
         }
     }
 
@@ -187,7 +190,7 @@ impl SimDriver {
     /// Hands every MAD the fabric delivered to its SM, then runs the timers that are due.
     fn deliver_and_time(&mut self) {
         self.scenario_sms();
-        let now = self.now;
+        let now = Instant::from_nanos(self.now);
         if self.sm_running {
             while let Some(m) = self.sim.recv(self.ep) {
                 self.sm.handle_mad(now, m.slid, &m.mad);
@@ -229,13 +232,16 @@ impl SimDriver {
     pub fn next_deadline(&self) -> Option<Nanos> {
         std::iter::once(self.sim.next_event())
             .chain(std::iter::once(
-                self.sm.poll_timeout().filter(|_| self.sm_running),
+                self.sm
+                    .poll_timeout()
+                    .filter(|_| self.sm_running)
+                    .map(Instant::as_nanos),
             ))
             .chain(
                 self.peers
                     .iter()
                     .filter(|p| p.running)
-                    .map(|p| p.sm.poll_timeout()),
+                    .map(|p| p.sm.poll_timeout().map(Instant::as_nanos)),
             )
             .flatten()
             .min()
@@ -300,6 +306,6 @@ impl SimDriver {
     /// the port's `issm` device) and the first sweep begins.
     pub fn start(&mut self) {
         self.sim.set_is_sm(self.sm_port, true);
-        self.sm.start(self.now);
+        self.sm.start(Instant::from_nanos(self.now));
     }
 }

@@ -276,7 +276,7 @@ mod tests {
     fn the_core_survives_whatever_the_device_delivers() {
         use crate::core::{Params, Sm};
         let mut sm = Sm::new(Params::default(), sm_core::lid::LidStore::new());
-        sm.start(0);
+        sm.start(crate::core::Instant::ZERO);
         let mut x = 0x2545_f491_u32;
         for len in [0, 1, 23, 24, 63, 64, 200, 255, 256, 257, 2048] {
             for class in [0x01u8, 0x81, 0x03, 0x04] {
@@ -295,7 +295,7 @@ mod tests {
                         buf[2] = 1;
                         buf[3] = method;
                     }
-                    sm.handle_mad(1, Lid(x as u16), &buf);
+                    sm.handle_mad(crate::core::Instant::from_nanos(1), Lid(x as u16), &buf);
                     while sm.poll_transmit().is_some() {}
                 }
             }

@@ -1,0 +1,258 @@
+//! Dense typed indices and the vectors they address, shared by every crate.
+//!
+//! An index type (`NodeIdx`, `PortIdx`, a routing crate's `SwIdx`) implements [`Idx`]; an
+//! [`IdxVec<I, T>`] can only be indexed by `I`, so a port index never reads a node table.
+//! [`OptIdx<I>`] is an index or nothing in four bytes (`u32::MAX` is the niche), for the
+//! dense "which X, if any" tables that used to carry a bare sentinel.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+/// A dense index: a `u32` newtype.
+pub trait Idx: Copy + Eq + Ord + fmt::Debug {
+    fn from_u32(i: u32) -> Self;
+    fn to_u32(self) -> u32;
+    /// As a `usize` for indexing.
+    #[inline]
+    fn index(self) -> usize {
+        self.to_u32() as usize
+    }
+}
+
+/// Declares `pub struct $name(pub u32)` as an [`Idx`].
+#[macro_export]
+macro_rules! dense_index {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+        pub struct $name(pub u32);
+
+        impl $name {
+            /// As a `usize` for indexing.
+            pub const fn idx(self) -> usize {
+                self.0 as usize
+            }
+        }
+
+        impl $crate::idx::Idx for $name {
+            #[inline]
+            fn from_u32(i: u32) -> Self {
+                $name(i)
+            }
+            #[inline]
+            fn to_u32(self) -> u32 {
+                self.0
+            }
+        }
+    };
+}
+
+/// A vector addressed by one index type.
+#[derive(Clone, PartialEq, Eq)]
+pub struct IdxVec<I, T> {
+    items: Vec<T>,
+    _idx: PhantomData<fn(I)>,
+}
+
+impl<I: Idx, T> IdxVec<I, T> {
+    pub fn new() -> Self {
+        IdxVec {
+            items: Vec::new(),
+            _idx: PhantomData,
+        }
+    }
+
+    /// `n` copies of `value`.
+    pub fn filled(value: T, n: usize) -> Self
+    where
+        T: Clone,
+    {
+        IdxVec::from(vec![value; n])
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Appends and returns the new element's index.
+    pub fn push(&mut self, v: T) -> I {
+        let i = I::from_u32(self.items.len() as u32);
+        self.items.push(v);
+        i
+    }
+
+    pub fn get(&self, i: I) -> Option<&T> {
+        self.items.get(i.index())
+    }
+
+    pub fn get_mut(&mut self, i: I) -> Option<&mut T> {
+        self.items.get_mut(i.index())
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
+        self.items.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, T> {
+        self.items.iter_mut()
+    }
+
+    /// Elements with their indices.
+    pub fn iter_enumerated(&self) -> impl DoubleEndedIterator<Item = (I, &T)> + '_ {
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (I::from_u32(i as u32), v))
+    }
+
+    /// Every index, in order.
+    pub fn indices(&self) -> impl DoubleEndedIterator<Item = I> + use<I, T> {
+        (0..self.items.len() as u32).map(I::from_u32)
+    }
+
+    /// Grows (with `value`) or shrinks to `n` elements.
+    pub fn resize(&mut self, n: usize, value: T)
+    where
+        T: Clone,
+    {
+        self.items.resize(n, value);
+    }
+
+    pub fn as_slice(&self) -> &[T] {
+        &self.items
+    }
+}
+
+impl<I: Idx, T> Default for IdxVec<I, T> {
+    fn default() -> Self {
+        IdxVec::new()
+    }
+}
+
+impl<I: Idx, T> From<Vec<T>> for IdxVec<I, T> {
+    fn from(items: Vec<T>) -> Self {
+        IdxVec {
+            items,
+            _idx: PhantomData,
+        }
+    }
+}
+
+impl<I: Idx, T> FromIterator<T> for IdxVec<I, T> {
+    fn from_iter<It: IntoIterator<Item = T>>(it: It) -> Self {
+        IdxVec::from(it.into_iter().collect::<Vec<T>>())
+    }
+}
+
+impl<I: Idx, T> std::ops::Index<I> for IdxVec<I, T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, i: I) -> &T {
+        &self.items[i.index()]
+    }
+}
+
+impl<I: Idx, T> std::ops::IndexMut<I> for IdxVec<I, T> {
+    #[inline]
+    fn index_mut(&mut self, i: I) -> &mut T {
+        &mut self.items[i.index()]
+    }
+}
+
+impl<'a, I: Idx, T> IntoIterator for &'a IdxVec<I, T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<I, T: fmt::Debug> fmt::Debug for IdxVec<I, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.items.iter()).finish()
+    }
+}
+
+/// An index or nothing, in the space of the index (`u32::MAX` means none).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OptIdx<I> {
+    raw: u32,
+    _idx: PhantomData<fn(I)>,
+}
+
+impl<I: Idx> OptIdx<I> {
+    pub const NONE: OptIdx<I> = OptIdx {
+        raw: u32::MAX,
+        _idx: PhantomData,
+    };
+
+    /// `i`; an index equal to the niche (never met: no table has 2^32 - 1 entries) reads
+    /// back as none.
+    pub fn some(i: I) -> Self {
+        OptIdx {
+            raw: i.to_u32(),
+            _idx: PhantomData,
+        }
+    }
+
+    #[inline]
+    pub fn get(self) -> Option<I> {
+        (self.raw != u32::MAX).then(|| I::from_u32(self.raw))
+    }
+
+    pub fn is_some(self) -> bool {
+        self.raw != u32::MAX
+    }
+
+    pub fn is_none(self) -> bool {
+        self.raw == u32::MAX
+    }
+}
+
+impl<I: Idx> Default for OptIdx<I> {
+    fn default() -> Self {
+        OptIdx::NONE
+    }
+}
+
+impl<I: Idx> From<Option<I>> for OptIdx<I> {
+    fn from(o: Option<I>) -> Self {
+        o.map_or(OptIdx::NONE, OptIdx::some)
+    }
+}
+
+impl<I: Idx> fmt::Debug for OptIdx<I> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::NodeIdx as T;
+
+    #[test]
+    fn typed_vectors_and_optional_indices() {
+        let mut v: IdxVec<T, &str> = IdxVec::new();
+        let a = v.push("a");
+        let b = v.push("b");
+        assert_eq!((a, b), (T(0), T(1)));
+        assert_eq!(v[b], "b");
+        v[a] = "z";
+        assert_eq!(
+            v.iter_enumerated().collect::<Vec<_>>(),
+            vec![(T(0), &"z"), (T(1), &"b")]
+        );
+        assert_eq!(v.get(T(2)), None);
+        let none: OptIdx<T> = OptIdx::default();
+        assert_eq!(none.get(), None);
+        assert_eq!(OptIdx::some(T(7)).get(), Some(T(7)));
+        assert_eq!(OptIdx::from(Some(T(3))).get(), Some(T(3)));
+        assert_eq!(std::mem::size_of::<OptIdx<T>>(), 4);
+    }
+}

@@ -1,0 +1,299 @@
+//! Directed-route discovery: from the SM's own port outwards, NodeInfo through every link,
+//! then each new node's NodeDescription, SwitchInfo and PortInfo (every port of a switch,
+//! the arrival port of a CA), many SMPs in flight. Answers go straight into the fabric
+//! model; [`Discovery::finish`] lays it out in GUID order so the order answers came in
+//! (loss, reordering) changes nothing downstream.
+
+use std::collections::VecDeque;
+
+use sm_core::fabric::{Fabric, NodeIdx, NodeKind, NodeSpec, PortIdx, Speed, UNKNOWN_GUID};
+use sm_core::idx::IdxVec;
+use sm_mad::port_info::{self, PhysPortState};
+use sm_mad::{
+    Guid, Lid, MadStatus, Method, attr, node_description, node_info, sm_info, smp, switch_info,
+};
+
+use super::election::RemoteSm;
+use super::model::{Discovered, DrPath, NodeFacts, PortFacts};
+use super::{Purpose, Target, Work};
+
+/// Why discovery found no fabric to manage.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiscoverError {
+    #[error("the SM's own port did not answer")]
+    NoOwnPort,
+}
+
+/// A discovery in progress: the model as far as answers have filled it, and the Gets still
+/// to send.
+#[derive(Debug, Default)]
+pub(super) struct Discovery {
+    fabric: Fabric,
+    nodes: IdxVec<NodeIdx, NodeFacts>,
+    ports: IdxVec<PortIdx, PortFacts>,
+    own: Option<PortIdx>,
+    sms: Vec<RemoteSm>,
+    sm_asks: u64,
+    queue: VecDeque<Work>,
+}
+
+fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: &[u8]) -> Work {
+    Work {
+        purpose,
+        method: Method::Get,
+        attr: attr_id,
+        modifier,
+        to: Target::Path(path.to_vec()),
+        data: None,
+        retries: None,
+    }
+}
+
+impl Discovery {
+    /// A discovery that starts with the SM's own node.
+    pub(super) fn start() -> Discovery {
+        let mut d = Discovery::default();
+        d.queue.push_back(get(
+            Purpose::NodeInfo {
+                path: DrPath::new(),
+                from: None,
+            },
+            attr::NODE_INFO,
+            0,
+            &[],
+        ));
+        d
+    }
+
+    /// The next Get to send.
+    pub(super) fn next_work(&mut self) -> Option<Work> {
+        self.queue.pop_front()
+    }
+
+    pub(super) fn has_work(&self) -> bool {
+        !self.queue.is_empty()
+    }
+
+    /// The SM's own port GUID, once its node answered.
+    pub(super) fn own_guid(&self) -> Option<Guid> {
+        self.own.map(|p| self.fabric.port(p).guid)
+    }
+
+    fn route_to(&self, p: PortIdx) -> Option<&[u8]> {
+        let n = self.fabric.port(p).node;
+        if self.fabric.node(n).kind == NodeKind::Switch {
+            Some(&self.nodes[n].path)
+        } else {
+            self.ports[p].path.as_deref()
+        }
+    }
+
+    /// An answer to one of discovery's Gets.
+    pub(super) fn on_answer(&mut self, purpose: Purpose, s: &smp::Repr) {
+        if s.status != MadStatus::OK {
+            tracing::debug!(?purpose, status = s.status.0, "discovery Get refused");
+            return;
+        }
+        match purpose {
+            Purpose::NodeInfo { path, from } => {
+                if let Ok(info) = s.attribute::<node_info::Repr>() {
+                    self.on_node_info(info, path, from);
+                }
+            }
+            Purpose::NodeDesc { node } => {
+                if let Ok(nd) = s.attribute::<node_description::Repr>() {
+                    self.fabric.node_mut(node).description = nd.as_string();
+                }
+            }
+            Purpose::SwitchInfo { node } => {
+                if let Ok(si) = s.attribute::<switch_info::Repr>() {
+                    self.fabric.node_mut(node).enhanced_port0 = si.enhanced_port0;
+                    self.nodes[node].switch_info = Some(si);
+                }
+            }
+            Purpose::PortInfo { port } => {
+                if let Ok(pi) = s.attribute::<port_info::Repr>() {
+                    self.on_port_info(port, pi);
+                }
+            }
+            Purpose::SmInfo { port } => {
+                if let Ok(info) = s.attribute::<sm_info::Repr>() {
+                    self.on_sm_info(port, info);
+                }
+            }
+            other => tracing::debug!(?other, "not a discovery answer"),
+        }
+    }
+
+    fn on_node_info(&mut self, info: node_info::Repr, path: DrPath, from: Option<PortIdx>) {
+        let lp = info.local_port_num;
+        let node = match self.fabric.node_by_guid(info.node_guid) {
+            Some(n) => n,
+            None => match self.add_node(&info, &path) {
+                Some(n) => n,
+                None => return,
+            },
+        };
+        let Some(port) = self.fabric.port_of(node, lp) else {
+            tracing::warn!(node = %info.node_guid, port = lp, "NodeInfo names a port the node does not have");
+            return;
+        };
+        if self.fabric.node(node).kind != NodeKind::Switch && self.ports[port].path.is_none() {
+            if let Err(e) = self.fabric.set_port_guid(port, info.port_guid) {
+                tracing::warn!(node = %info.node_guid, port = lp, "port GUID not taken: {e}");
+            }
+            self.ports[port].path = Some(path.clone());
+            self.queue.push_back(get(
+                Purpose::PortInfo { port },
+                attr::PORT_INFO,
+                u32::from(lp),
+                &path,
+            ));
+        }
+        if path.is_empty() {
+            self.own = Some(port);
+        }
+        if let Some(from) = from {
+            if let Err(e) = self.fabric.connect(from, port) {
+                tracing::warn!("a port seen linked to two places; keeping the first: {e}");
+            }
+        }
+    }
+
+    /// A node seen for the first time: into the model, and its attributes asked for.
+    fn add_node(&mut self, info: &node_info::Repr, path: &[u8]) -> Option<NodeIdx> {
+        let kind = match info.node_type {
+            node_info::NodeType::Switch => NodeKind::Switch,
+            node_info::NodeType::Router => NodeKind::Router,
+            _ => NodeKind::Ca,
+        };
+        let spec = NodeSpec {
+            kind,
+            guid: info.node_guid,
+            system_guid: info.system_image_guid,
+            description: String::new(),
+            num_ports: info.num_ports,
+            vendor_id: info.vendor_id,
+            device_id: info.device_id,
+            revision: info.revision,
+            enhanced_port0: false,
+            // Each port's GUID is learned when discovery arrives through it.
+            port_guids: Some(vec![UNKNOWN_GUID; usize::from(info.num_ports)]),
+        };
+        let node = match self.fabric.add_node(spec) {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::warn!(node = %info.node_guid, "node left out of the model: {e}");
+                return None;
+            }
+        };
+        self.nodes.push(NodeFacts {
+            info: *info,
+            switch_info: None,
+            path: path.to_vec(),
+        });
+        self.ports
+            .resize(self.fabric.ports().len(), PortFacts::default());
+        self.queue.push_back(get(
+            Purpose::NodeDesc { node },
+            attr::NODE_DESCRIPTION,
+            0,
+            path,
+        ));
+        if kind == NodeKind::Switch {
+            self.queue.push_back(get(
+                Purpose::SwitchInfo { node },
+                attr::SWITCH_INFO,
+                0,
+                path,
+            ));
+            for port in self.fabric.node_ports(node).collect::<Vec<_>>() {
+                let num = self.fabric.port(port).num;
+                self.queue.push_back(get(
+                    Purpose::PortInfo { port },
+                    attr::PORT_INFO,
+                    u32::from(num),
+                    path,
+                ));
+            }
+        }
+        Some(node)
+    }
+
+    fn on_port_info(&mut self, port: PortIdx, pi: port_info::Repr) {
+        self.ports[port].info = Some(pi);
+        let p = self.fabric.port(port);
+        let (num, node, linked_already) = (p.num, p.node, p.remote.is_some());
+        let is_switch = self.fabric.node(node).kind == NodeKind::Switch;
+        let own = self.own == Some(port);
+        let Some(path) = self.route_to(port).map(<[u8]>::to_vec) else {
+            return;
+        };
+        let end = !is_switch || num == 0;
+        if end && !own && pi.capability_mask & port_info::cap::IS_SM != 0 {
+            // A port that claims an SM: the election needs its SMInfo.
+            self.sm_asks += 1;
+            self.queue
+                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, &path));
+        }
+        let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
+        if linked && !linked_already && (is_switch || own) && path.len() < smp::MAX_HOPS as usize {
+            let mut next = path;
+            next.push(num);
+            self.queue.push_back(get(
+                Purpose::NodeInfo {
+                    path: next.clone(),
+                    from: Some(port),
+                },
+                attr::NODE_INFO,
+                0,
+                &next,
+            ));
+        }
+    }
+
+    fn on_sm_info(&mut self, port: PortIdx, info: sm_info::Repr) {
+        let lid = self.ports[port].info.map_or(Lid(0), |pi| pi.lid);
+        let path = self.route_to(port).map(<[u8]>::to_vec).unwrap_or_default();
+        self.sms.retain(|r| r.guid != info.guid);
+        self.sms.push(RemoteSm {
+            guid: info.guid,
+            lid,
+            priority: info.priority,
+            state: info.sm_state,
+            act_count: info.act_count,
+            path,
+        });
+    }
+
+    /// The discovered fabric, in GUID order, its ports' model fields as they reported.
+    pub(super) fn finish(mut self) -> Result<Discovered, DiscoverError> {
+        let own = self.own.ok_or(DiscoverError::NoOwnPort)?;
+        for (p, facts) in self.ports.iter_enumerated() {
+            let Some(info) = facts.info else { continue };
+            let port = self.fabric.port_mut(p);
+            port.lid = info.lid;
+            port.lmc = info.lmc;
+            port.state = info.port_state;
+            port.phys_state = info.port_physical_state;
+            port.width = info.link_width_active;
+            port.speed = Speed {
+                speed: info.link_speed_active,
+                ext: info.link_speed_ext_active,
+                fdr10: false,
+            };
+            port.mtu_cap = info.mtu_cap.to_raw_value();
+            port.vl_cap = info.vl_cap.to_raw_value();
+        }
+        Ok(Discovered {
+            fabric: self.fabric,
+            nodes: self.nodes,
+            ports: self.ports,
+            own,
+            sms: self.sms,
+            sm_asks: self.sm_asks,
+        }
+        .canonical())
+    }
+}

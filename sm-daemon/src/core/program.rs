@@ -1,0 +1,453 @@
+//! Programming: the difference between the plan and what the nodes hold, as Sets.
+//!
+//! Three rounds. First, all at once (they do not depend on one another): every port's
+//! settings where they differ (a linked port still in INIT moves to ARMED in the same Set),
+//! SwitchInfo where it differs, the LFT blocks a switch does not hold, and the P_Key /
+//! SL2VL / VLArb blocks not held. Then every port still INIT to ARMED; then every ARMED
+//! port to ACTIVE. Each round is a cursor that makes the next Set only when the request
+//! window has room, so no round is ever materialised whole.
+//!
+//! One function per kind of Set decides whether it is needed and what it carries
+//! ([`port_settings`], [`switch_info`], [`lft_block`], [`table_block`], [`port_state`]).
+
+use sm_core::fabric::{NodeIdx, PortIdx};
+use sm_mad::port_info::{self, PhysPortState, PortState};
+use sm_mad::{Guid, Lid, MadStatus, attr, smp, switch_info};
+
+use super::model::Discovered;
+use super::plan::{Plan, TableBlock, emit_data};
+use super::report::SweepReport;
+use super::shadow::{Shadow, TableKey};
+use super::{Params, Purpose, Target, Work};
+
+/// The round under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Settings, SwitchInfo, LFT and table blocks.
+    Settings,
+    Armed,
+    Active,
+    /// Multicast trees, once the ports are up and the SA has its snapshot.
+    Mcast,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cursor {
+    Ports(u32),
+    Switches(u32),
+    Lft { node: u32, block: u32 },
+    Tables(u32),
+    States(u32),
+    Done,
+}
+
+/// A programming round and how far its cursor got.
+#[derive(Debug)]
+pub(super) struct Programming {
+    pub(super) stage: Stage,
+    cursor: Cursor,
+}
+
+/// What the rounds read.
+pub(super) struct Ctx<'a> {
+    pub(super) model: &'a Discovered,
+    pub(super) plan: &'a Plan,
+    pub(super) held: &'a Shadow,
+    pub(super) p: &'a Params,
+    /// A new master: end ports that can are asked for a client reregistration.
+    pub(super) fresh: bool,
+    /// The MulticastFDBTop a switch should hold as the multicast trees stand.
+    pub(super) mcast_top: &'a dyn Fn(Guid) -> Lid,
+}
+
+/// A PortInfo Set with a port's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SettingsSet {
+    pub(super) data: [u8; 64],
+    /// The Set also moves the port from INIT to ARMED.
+    pub(super) armed: bool,
+    /// The Set asks the port's SA clients to register again.
+    pub(super) rereg: bool,
+}
+
+impl Programming {
+    pub(super) fn new(stage: Stage) -> Programming {
+        let cursor = match stage {
+            Stage::Settings => Cursor::Ports(0),
+            Stage::Armed | Stage::Active => Cursor::States(0),
+            Stage::Mcast => Cursor::Done,
+        };
+        Programming { stage, cursor }
+    }
+
+    /// The next Set of this round, counted in `report`; `None` when the round has sent
+    /// everything.
+    pub(super) fn next_work(&mut self, c: &Ctx<'_>, report: &mut SweepReport) -> Option<Work> {
+        let f = &c.model.fabric;
+        loop {
+            match self.cursor {
+                Cursor::Ports(i) => {
+                    let Some(port) = (i < f.ports().len() as u32).then_some(PortIdx(i)) else {
+                        self.cursor = Cursor::Switches(0);
+                        continue;
+                    };
+                    self.cursor = Cursor::Ports(i + 1);
+                    if let Some(s) = port_settings(c.model, c.plan, port, c.fresh) {
+                        report.port_info_sets += 1;
+                        report.merged_armed += u64::from(s.armed);
+                        report.client_reregisters += u64::from(s.rereg);
+                        return Some(settings_work(c.model, port, s.armed, s.data));
+                    }
+                }
+                Cursor::Switches(i) => {
+                    let Some(node) = (i < f.nodes().len() as u32).then_some(NodeIdx(i)) else {
+                        self.cursor = Cursor::Lft { node: 0, block: 0 };
+                        continue;
+                    };
+                    self.cursor = Cursor::Switches(i + 1);
+                    if let Some(data) = switch_info(c, node) {
+                        report.switch_info_sets += 1;
+                        return Some(Work::set(
+                            Purpose::SetSwitchInfo { node },
+                            attr::SWITCH_INFO,
+                            0,
+                            Target::Node(node),
+                            data,
+                        ));
+                    }
+                }
+                Cursor::Lft { node, block } => {
+                    let n = NodeIdx(node);
+                    if node >= f.nodes().len() as u32 {
+                        self.cursor = Cursor::Tables(0);
+                        continue;
+                    }
+                    if block as usize >= c.plan.lft_blocks(n) {
+                        self.cursor = Cursor::Lft {
+                            node: node + 1,
+                            block: 0,
+                        };
+                        continue;
+                    }
+                    self.cursor = Cursor::Lft {
+                        node,
+                        block: block + 1,
+                    };
+                    if let Some(data) = lft_block(c.model, c.plan, c.held, n, block as usize) {
+                        report.lft_blocks_sent += 1;
+                        return Some(Work::set(
+                            Purpose::SetLft {
+                                node: n,
+                                block: block as u16,
+                            },
+                            attr::LINEAR_FORWARDING_TABLE,
+                            block,
+                            Target::Node(n),
+                            data,
+                        ));
+                    }
+                }
+                Cursor::Tables(i) => {
+                    let Some(tb) = c.plan.tables.get(i as usize) else {
+                        self.cursor = Cursor::Done;
+                        continue;
+                    };
+                    self.cursor = Cursor::Tables(i + 1);
+                    if let Some(key) = table_block(c.model, c.held, tb) {
+                        if tb.attr == attr::P_KEY_TABLE {
+                            report.pkey_blocks_sent += 1;
+                        } else {
+                            report.qos_sets += 1;
+                        }
+                        return Some(Work::set(
+                            Purpose::SetTable { key, data: tb.data },
+                            tb.attr,
+                            tb.modifier,
+                            Target::Port(tb.port),
+                            tb.data,
+                        ));
+                    }
+                }
+                Cursor::States(i) => {
+                    let Some(port) = (i < f.ports().len() as u32).then_some(PortIdx(i)) else {
+                        self.cursor = Cursor::Done;
+                        continue;
+                    };
+                    self.cursor = Cursor::States(i + 1);
+                    let (from, to) = match self.stage {
+                        Stage::Armed => (PortState::Init, PortState::Armed),
+                        _ => (PortState::Armed, PortState::Active),
+                    };
+                    if let Some(data) = port_state(c.model, port, from, to) {
+                        report.port_info_sets += 1;
+                        report.port_state_sets += 1;
+                        return Some(Work::set(
+                            Purpose::SetPortState { port, want: to },
+                            attr::PORT_INFO,
+                            u32::from(f.port(port).num),
+                            Target::Port(port),
+                            data,
+                        ));
+                    }
+                }
+                Cursor::Done => return None,
+            }
+        }
+    }
+}
+
+fn settings_work(m: &Discovered, port: PortIdx, armed: bool, data: [u8; 64]) -> Work {
+    Work::set(
+        Purpose::SetPortInfo { port, armed },
+        attr::PORT_INFO,
+        u32::from(m.fabric.port(port).num),
+        Target::Port(port),
+        data,
+    )
+}
+
+/// The settings Set a port needs, if its PortInfo differs from the plan's (or a new
+/// master asks for a client reregistration).
+pub(super) fn port_settings(
+    m: &Discovered,
+    plan: &Plan,
+    port: PortIdx,
+    fresh: bool,
+) -> Option<SettingsSet> {
+    let (cur, want) = (m.port_info(port)?, plan.settings[port].as_ref()?);
+    let rereg = fresh
+        && m.is_end_port(port)
+        && cur.capability_mask & port_info::cap::IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
+    if same_settings(cur, want) && !rereg {
+        return None;
+    }
+    m.route_to(port)?;
+    let p = m.fabric.port(port);
+    // A linked port still in INIT goes to ARMED with its settings.
+    let armed = cur.port_state == PortState::Init
+        && p.remote.is_some()
+        && !(m.is_switch(p.node) && p.num == 0);
+    let want = port_info::Repr {
+        client_reregister: rereg,
+        ..*want
+    };
+    Some(SettingsSet {
+        data: settings_data(&want, armed)?,
+        armed,
+        rereg,
+    })
+}
+
+/// The SwitchInfo Set a switch needs: LinearFDBTop, LifeTimeValue, PortStateChange
+/// cleared, and MulticastFDBTop where supported, unless it already holds them.
+pub(super) fn switch_info(c: &Ctx<'_>, node: NodeIdx) -> Option<[u8; 64]> {
+    let m = c.model;
+    let mut si: switch_info::Repr = m.nodes[node].switch_info?;
+    let guid = m.fabric.node(node).guid;
+    let port0 = m.fabric.port_of(node, 0).and_then(|p| m.port_info(p));
+    let has_top = c.p.sa.mcast_top
+        && port0.is_some_and(|pi| {
+            pi.capability_mask & port_info::cap::IS_MULTICAST_FDB_TOP_SUPPORTED != 0
+        });
+    let mtop = (c.mcast_top)(guid);
+    let max_lid = c.plan.max_lid;
+    if si.linear_fdb_top == max_lid
+        && si.life_time_value == c.p.switch_life_time
+        && !si.port_state_change
+        && c.held.top(guid) == Some(max_lid)
+        && (!has_top || si.multicast_fdb_top == mtop)
+    {
+        return None;
+    }
+    if has_top {
+        si.multicast_fdb_top = mtop;
+    }
+    si.linear_fdb_top = max_lid;
+    si.life_time_value = c.p.switch_life_time;
+    // Writing 1 clears the bit the light sweep polls.
+    si.port_state_change = true;
+    emit_data(&si)
+}
+
+/// Block `block` of a switch's LFT, unless the switch holds it.
+pub(super) fn lft_block(
+    m: &Discovered,
+    plan: &Plan,
+    held: &Shadow,
+    node: NodeIdx,
+    block: usize,
+) -> Option<[u8; 64]> {
+    let guid = m.fabric.node(node).guid;
+    if held.lft_held(guid, block) {
+        return None;
+    }
+    plan.lft_block(node, block)
+}
+
+/// A P_Key / SL2VL / VLArb block's key, unless its node holds it already.
+pub(super) fn table_block(m: &Discovered, held: &Shadow, tb: &TableBlock) -> Option<TableKey> {
+    let p = m.fabric.port(tb.port);
+    let key = (m.fabric.node(p.node).guid, p.num, tb.attr, tb.modifier);
+    if held.table_held(&key, &tb.data) {
+        return None;
+    }
+    m.route_to(tb.port)?;
+    Some(key)
+}
+
+/// The PortInfo Set that moves a linked port from `from` to `to`.
+pub(super) fn port_state(
+    m: &Discovered,
+    port: PortIdx,
+    from: PortState,
+    to: PortState,
+) -> Option<[u8; 64]> {
+    let cur = m.port_info(port)?;
+    let p = m.fabric.port(port);
+    if p.num == 0 || p.remote.is_none() || cur.port_state != from {
+        return None;
+    }
+    m.route_to(port)?;
+    let set = port_info::Repr {
+        port_state: to,
+        // Everything else "no change" or the values we already set.
+        ..state_only(cur)
+    };
+    emit_data(&set)
+}
+
+/// What became of a programming answer.
+#[derive(Debug)]
+pub(super) enum Answered {
+    Done,
+    /// Sent again differently (settings without the move to ARMED; a read of a port whose
+    /// move was refused).
+    Again(Work),
+    Failed(String),
+}
+
+/// Takes a programming answer into the model and the shadow.
+pub(super) fn on_answer(
+    m: &mut Discovered,
+    plan: &Plan,
+    held: &mut Shadow,
+    purpose: Purpose,
+    s: &smp::Repr,
+) -> Answered {
+    let ok = s.status == MadStatus::OK;
+    match purpose {
+        Purpose::SetPortInfo { port, armed: true } if !ok => {
+            let Some(data) = plan.settings[port]
+                .as_ref()
+                .and_then(|w| settings_data(w, false))
+            else {
+                return Answered::Failed(format!("{purpose:?}: status {:#06x}", s.status.0));
+            };
+            tracing::debug!(
+                ?port,
+                status = s.status.0,
+                "settings with ARMED refused; sending them alone"
+            );
+            Answered::Again(settings_work(m, port, false, data))
+        }
+        Purpose::SetPortState { port, want } if !ok => {
+            let num = m.fabric.port(port).num;
+            Answered::Again(Work::get(
+                Purpose::VerifyPortState { port, want },
+                attr::PORT_INFO,
+                u32::from(num),
+                Target::Port(port),
+            ))
+        }
+        _ if !ok => Answered::Failed(format!("{purpose:?}: status {:#06x}", s.status.0)),
+        Purpose::VerifyPortState { port, want } => {
+            let got = s.attribute::<port_info::Repr>().ok();
+            if let Some(pi) = got {
+                m.ports[port].info = Some(pi);
+            }
+            if got.map(|pi| pi.port_state) == Some(want) {
+                Answered::Done
+            } else {
+                let p = m.fabric.port(port);
+                Answered::Failed(format!(
+                    "port {} of {}: refused the move to {want:?} and is not there",
+                    p.num,
+                    m.fabric.node(p.node).guid
+                ))
+            }
+        }
+        Purpose::SetPortInfo { port, .. } | Purpose::SetPortState { port, .. } => {
+            if let Ok(pi) = s.attribute::<port_info::Repr>() {
+                m.ports[port].info = Some(pi);
+            }
+            Answered::Done
+        }
+        Purpose::SetSwitchInfo { node } => {
+            if let Ok(si) = s.attribute::<switch_info::Repr>() {
+                held.top_stored(m.fabric.node(node).guid, si.linear_fdb_top);
+                m.nodes[node].switch_info = Some(si);
+            }
+            Answered::Done
+        }
+        Purpose::SetTable { key, data } => {
+            held.table_stored(key, data);
+            Answered::Done
+        }
+        Purpose::SetLft { node, block } => {
+            held.lft_stored(m.fabric.node(node).guid, usize::from(block));
+            Answered::Done
+        }
+        other => {
+            tracing::debug!(?other, "not a programming answer");
+            Answered::Done
+        }
+    }
+}
+
+/// The PortInfo Set that gives a port the settings of `want` (and moves it from INIT to
+/// ARMED with `armed`); everything that is not ours to change is "no change" or zero.
+fn settings_data(want: &port_info::Repr, armed: bool) -> Option<[u8; 64]> {
+    let mut set = *want;
+    set.port_state = if armed {
+        PortState::Armed
+    } else {
+        PortState::NoChange
+    };
+    set.port_physical_state = PhysPortState::NoChange;
+    set.link_width_enabled = 0;
+    set.link_speed_enabled = 0;
+    set.link_down_default_state = port_info::LinkDownDefaultState::from_raw_value(0);
+    emit_data(&set)
+}
+
+/// The writable settings the SM cares about are already in place.
+fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
+    cur.lid == want.lid
+        && cur.lmc == want.lmc
+        && cur.master_sm_lid == want.master_sm_lid
+        && cur.gid_prefix == want.gid_prefix
+        && cur.m_key == want.m_key
+        && cur.subnet_timeout == want.subnet_timeout
+        && cur.neighbor_mtu == want.neighbor_mtu
+        && cur.operational_vls == want.operational_vls
+        && cur.partition_enforcement_inbound == want.partition_enforcement_inbound
+        && cur.partition_enforcement_outbound == want.partition_enforcement_outbound
+        && cur.vl_high_limit == want.vl_high_limit
+        && cur.hoq_life == want.hoq_life
+}
+
+/// A PortInfo Set that changes nothing but what the caller overrides.
+///
+/// OperationalVLs and NeighborMTU repeat the port's current values rather than 0: ibsim
+/// stores OperationalVLs as given (0 would switch the port's VLs off), and 0 is not a valid
+/// NeighborMTU.
+fn state_only(cur: &port_info::Repr) -> port_info::Repr {
+    port_info::Repr {
+        port_state: PortState::NoChange,
+        port_physical_state: PhysPortState::NoChange,
+        link_width_enabled: 0,
+        link_speed_enabled: 0,
+        link_down_default_state: port_info::LinkDownDefaultState::from_raw_value(0),
+        ..*cur
+    }
+}

@@ -1,0 +1,82 @@
+//! What one sweep did: the figures of the `info!` line, the `SweepDone` event and the JSON
+//! report.
+
+use super::requests::MadCounts;
+
+/// Nanoseconds, as the report gives durations.
+pub type Nanos = u64;
+
+/// What one sweep did, for the `info!` line and the JSON report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SweepReport {
+    pub sweep: u64,
+    pub heavy: bool,
+    pub subnet_up: bool,
+    pub nodes: usize,
+    pub switches: usize,
+    pub cas: usize,
+    pub routers: usize,
+    pub links: usize,
+    /// LIDs in use (every LID of every LMC range).
+    pub lids: usize,
+    pub engine: String,
+    pub engine_used: String,
+    pub fallbacks: Vec<String>,
+    pub mads_sent: u64,
+    /// The fewest SMPs this sweep could have sent: one NodeInfo per link plus one, one
+    /// NodeDescription per node, one SwitchInfo per switch, one PortInfo per switch port and
+    /// per linked CA port, then one
+    /// Set per value that had to change (settings with ARMED, ACTIVE, SwitchInfo, LFT,
+    /// table and MFT blocks). Retries and duplicate NodeInfos are what `mads_sent` has more.
+    pub mads_min: u64,
+    pub mads_retried: u64,
+    pub mads_lost: u64,
+    pub port_info_sets: u64,
+    pub switch_info_sets: u64,
+    pub lft_blocks_sent: u64,
+    /// MFT blocks sent (this sweep, and joins and leaves since the previous one).
+    pub mft_blocks_sent: u64,
+    /// Multicast Sets (MFT blocks and MulticastFDBTop) of this sweep's programming.
+    pub mcast_sets: u64,
+    /// Discovery's share of `mads_min`.
+    pub discovery_min: u64,
+    pub pkey_blocks_sent: u64,
+    pub qos_sets: u64,
+    pub port_state_sets: u64,
+    /// Of the PortInfo Sets with settings, those that also moved the port to ARMED.
+    pub merged_armed: u64,
+    pub discovery_ns: Nanos,
+    pub programming_ns: Nanos,
+    /// Routing computation only (wall clock when a stopwatch is given, else 0).
+    pub routing_ns: Nanos,
+    pub sweep_ns: Nanos,
+    /// Errors met on the way (a sweep with errors is retried).
+    pub errors: Vec<String>,
+    /// "master", or "standby" when the election left the subnet to another SM.
+    pub sm_state: String,
+    /// PortInfo Sets that asked a port's SA clients to register again (a new master's
+    /// sweeps; part of `port_info_sets`).
+    pub client_reregisters: u64,
+}
+
+impl SweepReport {
+    /// The fewest SMPs of the sweep: discovery's minimum and one Set per value that had to
+    /// change.
+    pub(super) fn min_mads(&self) -> u64 {
+        self.discovery_min
+            + self.port_info_sets
+            + self.switch_info_sets
+            + self.lft_blocks_sent
+            + self.pkey_blocks_sent
+            + self.qos_sets
+            + self.mcast_sets
+    }
+
+    /// Takes the wire counters of the sweep (`now` minus `at_start`).
+    pub(super) fn take_counts(&mut self, c: MadCounts) {
+        self.mads_sent = c.sent;
+        self.mads_retried = c.retried;
+        self.mads_lost = c.lost;
+        self.mads_min = self.min_mads();
+    }
+}
