@@ -103,7 +103,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, req, _) = &pairs[i % pairs.len()];
             i += 1;
-            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
+            srv.handle_mad(
+                sm_daemon::core::Instant::ZERO,
+                Requester::at(*s),
+                black_box(req),
+            );
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });
@@ -111,7 +115,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, _, req) = &pairs[i % pairs.len()];
             i += 1;
-            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
+            srv.handle_mad(
+                sm_daemon::core::Instant::ZERO,
+                Requester::at(*s),
+                black_box(req),
+            );
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });
@@ -138,7 +146,11 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let (s, req) = &nr[i % nr.len()];
             i += 1;
-            srv.handle_mad(sm_daemon::core::Instant::ZERO, Requester::at(*s), black_box(req));
+            srv.handle_mad(
+                sm_daemon::core::Instant::ZERO,
+                Requester::at(*s),
+                black_box(req),
+            );
             black_box(srv.poll_transmit().unwrap().mad.len())
         })
     });

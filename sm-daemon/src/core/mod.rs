@@ -36,6 +36,7 @@ pub mod time;
 mod traps;
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sm_core::dump::Lfts;
@@ -320,9 +321,9 @@ pub struct Sm {
     phase: Phase,
     sweep: Sweep,
     /// What the last discovery found, kept current by the answers since.
-    model: Option<Discovered>,
+    model: Option<Arc<Discovered>>,
     /// What the subnet should hold.
-    plan: Option<Plan>,
+    plan: Option<Arc<Plan>>,
     /// What the nodes hold of it.
     held: Shadow,
     up: bool,
@@ -379,12 +380,12 @@ impl Sm {
 
     /// The model as the last discovery found it and later answers updated it.
     pub fn model(&self) -> Option<&Discovered> {
-        self.model.as_ref()
+        self.model.as_deref()
     }
 
     /// The plan of the last heavy sweep.
     pub fn plan(&self) -> Option<&Plan> {
-        self.plan.as_ref()
+        self.plan.as_deref()
     }
 
     /// The fabric as the last heavy sweep found it, with the LIDs it gave.
@@ -394,7 +395,7 @@ impl Sm {
 
     /// The forwarding tables of the last heavy sweep, in the dump formats' type (a copy).
     pub fn lfts(&self) -> Option<Lfts> {
-        self.plan.as_ref().map(Plan::to_lfts)
+        self.plan.as_deref().map(Plan::to_lfts)
     }
 
     /// Adaptive-routing hints of the last heavy sweep (when asked for), as their dump text.
@@ -761,7 +762,7 @@ impl Sm {
             (c.nodes, c.switches, c.cas, c.routers, c.links);
         r.discovery_min = m.discovery_min();
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
-        self.model = Some(m);
+        self.model = Some(Arc::new(m));
         match decision {
             Decision::Standby(master) => {
                 self.act(now, actions);
@@ -784,7 +785,7 @@ impl Sm {
 
     fn plan_and_program(&mut self, now: Instant) {
         let Some(m) = &self.model else { return };
-        let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_ref());
+        let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref());
         let new = match planned {
             Ok(p) => p,
             Err(e) => {
@@ -800,8 +801,8 @@ impl Sm {
         r.fallbacks = new.fallbacks.clone();
         r.lids = new.lids;
         r.routing_ns = new.routing_time.as_nanos() as u64;
-        self.held.rebase(self.plan.as_ref(), &new);
-        self.plan = Some(new);
+        self.held.rebase(self.plan.as_deref(), &new);
+        self.plan = Some(Arc::new(new));
         self.reconcile_held();
         self.phase = Phase::Program(Programming::new(Stage::Settings));
     }
@@ -993,6 +994,8 @@ impl Sm {
                 else {
                     return;
                 };
+                // The SA still holds the previous sweep's model: no copy is made here.
+                let m = Arc::make_mut(m);
                 match program::on_answer(m, plan, &mut self.held, purpose, s) {
                     Answered::Done => {}
                     Answered::Again(w) => self.queue.push_front(w),

@@ -97,6 +97,46 @@ impl Plan {
         self.lft(n).map_or(0, |t| t.len().div_ceil(lft::ENTRIES))
     }
 
+    /// A plan of tables made elsewhere (read from dumps, or built for a benchmark): the
+    /// switches' forwarding tables and the P_Key tables; no port settings.
+    pub fn from_tables(fabric: Fabric, lfts: Vec<(NodeIdx, Vec<u8>)>, pkeys: PKeyTables) -> Plan {
+        let mut sw_of = IdxVec::filled(OptIdx::NONE, fabric.nodes().len());
+        let mut switches = Vec::with_capacity(lfts.len());
+        let mut lft = Vec::with_capacity(lfts.len());
+        for (n, table) in lfts {
+            if sw_of.get(n).is_some_and(|s: &OptIdx<SwIdx>| s.is_none()) {
+                sw_of[n] = OptIdx::some(SwIdx(switches.len() as u32));
+                switches.push(n);
+                lft.push(table);
+            }
+        }
+        let max_lid = Lid(lft
+            .iter()
+            .map(|t| t.len().saturating_sub(1))
+            .max()
+            .unwrap_or(0) as u16);
+        Plan {
+            routes: Arc::new(Routes {
+                engine: "external",
+                lft,
+                ar: None,
+            }),
+            switches,
+            sw_of,
+            max_lid,
+            lids: 0,
+            lids_changed: false,
+            engine_used: "external".into(),
+            fallbacks: Vec::new(),
+            ar_hints: None,
+            routing_time: Duration::ZERO,
+            settings: IdxVec::filled(None, fabric.ports().len()),
+            tables: Vec::new(),
+            pkeys,
+            fabric,
+        }
+    }
+
     /// The tables in the dump formats' exchange type (a copy: for dumps and offline use).
     pub fn to_lfts(&self) -> Lfts {
         let mut out = Lfts::new();

@@ -1,36 +1,35 @@
-//! What the SA answers from: a snapshot of the subnet as the SM last brought it up, laid out
-//! for queries (dense arrays indexed like the [`Fabric`]'s nodes and ports, a LID table and a
-//! port-GUID map at the edges).
+//! What the SA answers from: the SM's model of the subnet and its plan, shared with the core
+//! (not copied), and the indexes queries need (a LID table, a port-GUID map, each port's
+//! rate and P_Key table).
 //!
-//! [`Db::build`] reconstructs every attribute from the fabric model, the forwarding tables
-//! and the partition tables alone (what a benchmark or an offline tool has). The SM core
-//! then overrides what it knows first hand ([`Db::set_node_info`], [`Db::set_port_info`],
-//! [`Db::set_switch_info`], [`Db::set_sl2vl`], [`Db::set_vlarb`]):
+//! The attributes are those of the model ([`Discovered`]): NodeInfo, NodeDescription,
+//! SwitchInfo and PortInfo as the nodes last reported them (the discovery Get, then the
+//! GetResp to each of our Sets). The topology, the LFTs and the P_Key tables are the plan's
+//! ([`Plan`]). SL2VL / VLArb tables are the blocks the plan programs (QoS enabled); without
+//! them the SA answers all-zero tables, as OpenSM does without QoS.
 //!
-//! | attribute | live (from the SM core) | reconstructed (`build` alone) |
-//! |---|---|---|
-//! | NodeInfo, NodeDescription | as the node answered during discovery | from the model's node fields |
-//! | PortInfo | as the port last answered: the discovery Get, then the GetResp to each of our Sets (LID, SM LID, state ARMED/ACTIVE, MTU, VLs...) | LID, LMC, state, width, speed, MTU cap, VL cap, SM LID, prefix, subnet timeout |
-//! | SwitchInfo | as the switch answered our last Set | LinearFDBTop from the table, caps defaulted |
-//! | LFT | the tables the SM computed (and programmed) | same |
-//! | P_Key tables | the tables the SM computed from the partitions | same |
-//! | SL2VL / VLArb | the blocks the SM programmed (QoS enabled) | none: all-zero tables, as OpenSM answers without QoS |
+//! [`Db::build`] makes a snapshot from a fabric model, forwarding tables and P_Key tables
+//! alone (what a benchmark or an offline tool has): every attribute is then reconstructed
+//! from the model's fields ([`reconstructed`]).
 //!
 //! Rates and MTUs along paths are precomputed per port (PortInfo's active width and speed,
 //! extended speeds when the port's capability mask says they are valid, as OpenSM does).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use sm_core::dump::Lfts;
-use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
+use sm_core::fabric::{Fabric, Node, NodeIdx, NodeKind, PortIdx};
+use sm_core::idx::{IdxVec, OptIdx};
 use sm_core::partitions::PKeyTables;
 use sm_mad::link::Rate;
 use sm_mad::port_info::{self, Mtu, VlCap, link_width};
 use sm_mad::sm_info::{self, SmState};
-use sm_mad::{Guid, Lid, PKey, lft, mft, node_description, node_info, sl2vl, switch_info, vl_arb};
+use sm_mad::{
+    Guid, Lid, PKey, attr, lft, mft, node_description, node_info, sl2vl, switch_info, vl_arb,
+};
 
-/// "None" in the dense index arrays.
-pub(crate) const NONE: u32 = u32::MAX;
+use crate::core::{Discovered, NodeFacts, Plan, PortFacts};
 
 /// Subnet-wide facts the records need.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,46 +63,6 @@ impl Default for DbParams {
     }
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct NodeEntry {
-    pub(crate) kind: NodeKind,
-    pub(crate) info: node_info::Repr,
-    pub(crate) desc: node_description::Repr,
-    /// The slot of port 0 (absent for CAs) in `ports`.
-    pub(crate) first_port: u32,
-    pub(crate) num_ports: u8,
-    /// Index into `switches`, or [`NONE`].
-    pub(crate) switch: u32,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct PortEntry {
-    pub(crate) node: u32,
-    pub(crate) num: u8,
-    /// False for the unused slot 0 of CAs.
-    pub(crate) exists: bool,
-    /// The SM knows this port's PortInfo (linked ports, switch ports, ports it read).
-    pub(crate) known: bool,
-    pub(crate) guid: Guid,
-    pub(crate) info: port_info::Repr,
-    /// The port at the other end of the link, or [`NONE`].
-    pub(crate) remote: u32,
-    /// Index into the P_Key tables, or [`NONE`] (no table known: shares with everyone,
-    /// as OpenSM treats an empty table).
-    pub(crate) pkeys: u32,
-    /// MTUCap code.
-    pub(crate) mtu_cap: u8,
-    /// PathRecord rate code of the link at this port.
-    pub(crate) rate: u8,
-}
-
-#[derive(Debug, Clone)]
-pub(crate) struct SwitchEntry {
-    pub(crate) info: switch_info::Repr,
-    /// Output port per LID.
-    pub(crate) lft: Vec<u8>,
-}
-
 /// One port's P_Key table: the keys by index (0 = empty slot), and the valid ones in
 /// OpenSM's map order (by the network-order base read as a little-endian number).
 #[derive(Debug, Clone, Default)]
@@ -113,7 +72,7 @@ pub(crate) struct PKeyTable {
 }
 
 impl PKeyTable {
-    fn new(keys: &[PKey]) -> PKeyTable {
+    pub(crate) fn new(keys: &[PKey]) -> PKeyTable {
         let mut sorted: Vec<PKey> = keys.iter().copied().filter(|k| !k.is_invalid()).collect();
         sorted.sort_by_key(|k| (k.base().swap_bytes(), !k.is_full()));
         sorted.dedup_by_key(|k| k.base());
@@ -124,30 +83,71 @@ impl PKeyTable {
     }
 }
 
+/// A node as the records see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeRef<'a> {
+    pub(crate) kind: NodeKind,
+    pub(crate) info: &'a node_info::Repr,
+    pub(crate) node: &'a Node,
+    pub(crate) num_ports: u8,
+    /// SwitchInfo, for a switch.
+    pub(crate) switch: Option<&'a switch_info::Repr>,
+}
+
+impl NodeRef<'_> {
+    pub(crate) fn desc(&self) -> node_description::Repr {
+        node_description::Repr::new(&self.node.description)
+    }
+}
+
+/// A port as the records see it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PortRef<'a> {
+    pub(crate) node: NodeIdx,
+    pub(crate) num: u8,
+    /// False for the unused slot 0 of CAs.
+    pub(crate) exists: bool,
+    /// The SM knows this port's PortInfo (linked ports, switch ports, ports it read).
+    pub(crate) known: bool,
+    pub(crate) guid: Guid,
+    /// PortInfo as last reported (all zero when unknown).
+    pub(crate) info: &'a port_info::Repr,
+    /// The port at the other end of the link.
+    pub(crate) remote: Option<PortIdx>,
+    /// MTUCap code.
+    pub(crate) mtu_cap: u8,
+    /// PathRecord rate code of the link at this port.
+    pub(crate) rate: u8,
+}
+
 /// The SA's snapshot of the subnet.
 #[derive(Debug, Clone)]
 pub struct Db {
     pub(crate) p: DbParams,
-    pub(crate) nodes: Vec<NodeEntry>,
-    pub(crate) ports: Vec<PortEntry>,
-    pub(crate) switches: Vec<SwitchEntry>,
-    /// End port per LID (every LID of an LMC range), or [`NONE`].
-    pub(crate) lid_port: Vec<u32>,
+    model: Arc<Discovered>,
+    plan: Arc<Plan>,
+    /// End port per LID (every LID of an LMC range).
+    lid_port: Vec<OptIdx<PortIdx>>,
     /// End port (CA port, switch port 0) per port GUID.
-    pub(crate) guid_port: HashMap<Guid, u32>,
-    pub(crate) pkeys: Vec<PKeyTable>,
-    /// SL2VL per (output port slot, input port number).
-    pub(crate) sl2vl: BTreeMap<(u32, u8), sl2vl::Repr>,
-    /// VLArb per (port slot, block 1..=4).
-    pub(crate) vlarb: BTreeMap<(u32, u8), vl_arb::Repr>,
+    guid_port: HashMap<Guid, PortIdx>,
+    rate: IdxVec<PortIdx, u8>,
+    /// P_Key table per port (shared between ports with the same keys); `None`: no table
+    /// known, which shares with everyone, as OpenSM treats an empty table.
+    pkeys: IdxVec<PortIdx, Option<Arc<PKeyTable>>>,
+    /// SL2VL per (output port, input port number).
+    pub(crate) sl2vl: BTreeMap<(PortIdx, u8), sl2vl::Repr>,
+    /// VLArb per (port, block 1..=4).
+    pub(crate) vlarb: BTreeMap<(PortIdx, u8), vl_arb::Repr>,
     /// MFT blocks per (switch node, block, position): empty until multicast routing.
-    pub(crate) mft: BTreeMap<(u32, u16, u8), mft::Repr>,
+    pub(crate) mft: BTreeMap<(NodeIdx, u16, u8), mft::Repr>,
     /// Service level per partition (P_Key base), from the partition configuration.
     pub(crate) partition_sl: HashMap<u16, u8>,
     /// QP0 MADs the SM has sent (SMInfo ActCount), updated by the core.
     pub(crate) act_count: u32,
     /// The other SMs the core found, with their LIDs (SMInfoRecord lists them too).
     pub(crate) remote_sms: Vec<(Lid, sm_info::Repr)>,
+    /// What an unknown port's PortInfo reads as.
+    unknown: port_info::Repr,
 }
 
 /// PortInfo's rate code for the active width and speed (OpenSM's `compute_rate`): the
@@ -191,271 +191,166 @@ fn pi_rate(pi: &port_info::Repr, extended: bool) -> u8 {
 }
 
 impl Db {
-    /// A snapshot from the fabric model (with LIDs), the forwarding tables and the P_Key
-    /// tables, every attribute reconstructed (see the module documentation).
-    pub fn build(fabric: &Fabric, lfts: &Lfts, pkeys: &PKeyTables, p: DbParams) -> Db {
-        let mut nodes = Vec::with_capacity(fabric.nodes().len());
-        let mut ports: Vec<PortEntry> = Vec::with_capacity(fabric.ports().len());
-        let mut first = vec![NONE; fabric.nodes().len()];
-        for (i, port) in fabric.ports().iter().enumerate() {
-            let slot = &mut first[port.node.idx()];
-            if *slot == NONE {
-                *slot = i as u32;
-            }
-        }
-        let mut switches = Vec::new();
-        for (i, n) in fabric.nodes().iter().enumerate() {
-            let switch = if n.kind == NodeKind::Switch {
-                switches.push(SwitchEntry {
-                    info: switch_info::Repr {
-                        linear_fdb_cap: 49152,
-                        multicast_fdb_cap: 0,
-                        default_port: 0,
-                        life_time_value: 18,
-                        lids_per_port: 0,
-                        partition_enforcement_cap: 32,
-                        enhanced_port0: n.enhanced_port0,
-                        ..switch_info::Repr::default()
-                    },
-                    lft: Vec::new(),
-                });
-                (switches.len() - 1) as u32
-            } else {
-                NONE
-            };
-            let idx = NodeIdx(i as u32);
-            let own_port = |num: u8| fabric.port_of(idx, num).map(|p| fabric.port(p).guid);
-            nodes.push(NodeEntry {
-                kind: n.kind,
-                info: node_info::Repr {
-                    base_version: 1,
-                    class_version: 1,
-                    node_type: n.kind.node_type(),
-                    num_ports: n.num_ports,
-                    system_image_guid: n.system_guid,
-                    node_guid: n.guid,
-                    port_guid: own_port(if n.kind == NodeKind::Switch { 0 } else { 1 })
-                        .unwrap_or(n.guid),
-                    partition_cap: 32,
-                    device_id: n.device_id,
-                    revision: n.revision,
-                    local_port_num: if n.kind == NodeKind::Switch { 0 } else { 1 },
-                    vendor_id: n.vendor_id,
-                },
-                desc: node_description::Repr::new(&n.description),
-                first_port: first[i],
-                num_ports: n.num_ports,
-                switch,
-            });
-        }
-        for port in fabric.ports() {
-            let node = &fabric.nodes()[port.node.idx()];
-            let is_switch = node.kind == NodeKind::Switch;
-            let end = !is_switch || port.num == 0;
-            // A switch's external ports report the switch's LID on port 0 only.
-            let (lid, lmc) = if end {
-                (port.lid, port.lmc)
-            } else {
-                (Lid(0), 0)
-            };
-            let neighbor = port
-                .remote
-                .map(|r| fabric.port(r).mtu_cap.min(port.mtu_cap))
-                .unwrap_or(port.mtu_cap);
-            let info = port_info::Repr {
-                gid_prefix: p.subnet_prefix,
-                lid,
-                master_sm_lid: if end { p.sm_lid } else { Lid(0) },
-                capability_mask: if port.guid == p.sm_port_guid && end {
-                    port_info::cap::IS_SM
-                } else {
-                    0
-                } | if port.speed.ext != 0 {
-                    port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED
-                } else {
-                    0
-                },
-                local_port_num: port.num,
-                link_width_enabled: port.width,
-                link_width_supported: port.width,
-                link_width_active: port.width,
-                link_speed_supported: port.speed.speed,
-                port_state: port.state,
-                port_physical_state: port.phys_state,
-                lmc,
-                link_speed_active: port.speed.speed,
-                link_speed_enabled: port.speed.speed,
-                neighbor_mtu: Mtu::from_raw_value(neighbor),
-                vl_cap: VlCap::from_raw_value(port.vl_cap),
-                mtu_cap: Mtu::from_raw_value(port.mtu_cap),
-                operational_vls: VlCap::from_raw_value(port.vl_cap),
-                subnet_timeout: if end { p.subnet_timeout } else { 0 },
-                guid_cap: u8::from(end),
-                link_speed_ext_active: port.speed.ext,
-                link_speed_ext_supported: port.speed.ext,
-                link_speed_ext_enabled: port.speed.ext,
-                ..port_info::Repr::default()
-            };
-            ports.push(PortEntry {
-                node: port.node.0,
-                num: port.num,
-                exists: port.exists,
-                known: port.exists && (is_switch || port.remote.is_some()),
-                guid: port.guid,
-                info,
-                remote: port.remote.map_or(NONE, |r| r.0),
-                pkeys: NONE,
-                mtu_cap: port.mtu_cap,
-                rate: 0,
-            });
-        }
+    /// The snapshot of a subnet the SM programmed: its model and plan, shared.
+    pub fn new(model: Arc<Discovered>, plan: Arc<Plan>, p: DbParams) -> Db {
+        let n = plan.fabric.ports().len();
         let mut db = Db {
             p,
-            nodes,
-            ports,
-            switches,
+            model,
+            plan,
             lid_port: Vec::new(),
             guid_port: HashMap::new(),
-            pkeys: Vec::new(),
+            rate: IdxVec::filled(0, n),
+            pkeys: IdxVec::filled(None, n),
             sl2vl: BTreeMap::new(),
             vlarb: BTreeMap::new(),
             mft: BTreeMap::new(),
             partition_sl: HashMap::new(),
             act_count: 0,
             remote_sms: Vec::new(),
+            unknown: port_info::Repr::default(),
         };
-        for s in &lfts.switches {
-            if let Some(n) = fabric.node_by_guid(s.guid) {
-                let sw = db.nodes[n.idx()].switch;
-                if let Some(e) = db.switches.get_mut(sw as usize) {
-                    e.lft = s.ports.clone();
-                    e.info.linear_fdb_top = Lid(s.ports.len().saturating_sub(1) as u16);
-                }
-            }
-        }
-        for t in pkeys.end_ports.iter().chain(&pkeys.switch_ports) {
-            if let Some(e) = db.ports.get_mut(t.port.idx()) {
-                e.pkeys = db.pkeys.len() as u32;
-                db.pkeys.push(PKeyTable::new(&t.keys));
-            }
-        }
-        db.reindex();
+        db.index();
         db
     }
 
-    /// Recomputes the derived indexes (LID table, GUID map, rates) after overrides.
-    fn reindex(&mut self) {
-        self.lid_port.clear();
-        self.guid_port.clear();
-        for (i, port) in self.ports.iter().enumerate() {
-            let node = &self.nodes[port.node as usize];
+    /// A snapshot from the fabric model (with LIDs), the forwarding tables and the P_Key
+    /// tables, every attribute reconstructed (see the module documentation).
+    pub fn build(fabric: &Fabric, lfts: &Lfts, pkeys: &PKeyTables, p: DbParams) -> Db {
+        let tables = lfts
+            .switches
+            .iter()
+            .filter_map(|s| Some((fabric.node_by_guid(s.guid)?, s.ports.clone())))
+            .collect();
+        let plan = Plan::from_tables(fabric.clone(), tables, pkeys.clone());
+        let model = reconstructed(&plan, &p);
+        Db::new(Arc::new(model), Arc::new(plan), p)
+    }
+
+    /// The indexes: LIDs, GUIDs, rates, P_Key tables, SL2VL and VLArb.
+    fn index(&mut self) {
+        let f = &self.plan.fabric;
+        let mut lid_port = Vec::new();
+        for (i, port) in f.ports().iter().enumerate() {
+            let q = PortIdx(i as u32);
+            let Some(info) = self.model.port_info(q) else {
+                continue;
+            };
+            let node = f.node(port.node);
             let end = port.exists && (node.kind != NodeKind::Switch || port.num == 0);
-            if !end || !port.known {
+            if !end {
                 continue;
             }
-            self.guid_port.insert(port.guid, i as u32);
-            let base = port.info.lid.0 as usize;
-            if base == 0 || !port.info.lid.is_unicast() {
+            self.guid_port.insert(port.guid, q);
+            let base = info.lid.0 as usize;
+            if base == 0 || !info.lid.is_unicast() {
                 continue;
             }
-            let lmc = if node.kind == NodeKind::Switch && !self.lmc_capable(port.node) {
-                0
+            let lmc = if self.lmc_capable(port.node) {
+                info.lmc.min(7)
             } else {
-                port.info.lmc.min(7)
+                0
             };
             let top = (base + (1 << lmc) - 1).min(0xBFFF);
-            if self.lid_port.len() <= top {
-                self.lid_port.resize(top + 1, NONE);
+            if lid_port.len() <= top {
+                lid_port.resize(top + 1, OptIdx::NONE);
             }
-            for l in base..=top {
-                self.lid_port[l] = i as u32;
+            for slot in &mut lid_port[base..=top] {
+                *slot = OptIdx::some(q);
             }
         }
-        for i in 0..self.ports.len() {
-            self.ports[i].rate = self.rate_of(i as u32);
-            self.ports[i].mtu_cap = self.ports[i].info.mtu_cap.to_raw_value();
+        self.lid_port = lid_port;
+        for q in self.rate.indices().collect::<Vec<_>>() {
+            self.rate[q] = self.rate_of(q);
+        }
+        let mut shared: HashMap<&[PKey], Arc<PKeyTable>> = HashMap::new();
+        for t in self
+            .plan
+            .pkeys
+            .end_ports
+            .iter()
+            .chain(&self.plan.pkeys.switch_ports)
+        {
+            let table = shared
+                .entry(&t.keys)
+                .or_insert_with(|| Arc::new(PKeyTable::new(&t.keys)));
+            if let Some(slot) = self.pkeys.get_mut(t.port) {
+                *slot = Some(Arc::clone(table));
+            }
+        }
+        for tb in &self.plan.tables {
+            let is_switch = f.node(f.port(tb.port).node).kind == NodeKind::Switch;
+            match tb.attr {
+                attr::SL_TO_VL_MAPPING_TABLE => {
+                    let inp = if is_switch {
+                        (tb.modifier >> 8) as u8
+                    } else {
+                        0
+                    };
+                    if let Ok(t) = sl2vl::Repr::parse(&tb.data) {
+                        self.sl2vl.insert((tb.port, inp), t);
+                    }
+                }
+                attr::VL_ARBITRATION_TABLE => {
+                    if let Ok(t) = vl_arb::Repr::parse(&tb.data) {
+                        self.vlarb.insert((tb.port, (tb.modifier >> 16) as u8), t);
+                    }
+                }
+                _ => {}
+            }
         }
     }
 
     /// OpenSM's rate of a port: a switch port looks at port 0's capability mask for
     /// extended speeds.
-    fn rate_of(&self, p: u32) -> u8 {
-        let port = &self.ports[p as usize];
-        let node = &self.nodes[port.node as usize];
-        let caps = if node.kind == NodeKind::Switch {
-            self.ports
-                .get(node.first_port as usize)
-                .map_or(0, |p0| p0.info.capability_mask)
+    fn rate_of(&self, q: PortIdx) -> u8 {
+        let f = &self.plan.fabric;
+        let Some(info) = self.model.port_info(q) else {
+            return 0;
+        };
+        let node = f.port(q).node;
+        let caps = if f.node(node).kind == NodeKind::Switch {
+            f.port_of(node, 0)
+                .and_then(|p0| self.model.port_info(p0))
+                .map_or(0, |pi| pi.capability_mask)
         } else {
-            port.info.capability_mask
+            info.capability_mask
         };
         pi_rate(
-            &port.info,
+            info,
             caps & port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED != 0,
         )
     }
 
-    /// Whether a switch's port 0 takes an LMC range (enhanced port 0 with LMC > 0).
-    fn lmc_capable(&self, node: u32) -> bool {
-        let n = &self.nodes[node as usize];
-        self.switches
-            .get(n.switch as usize)
-            .is_some_and(|s| s.info.enhanced_port0)
+    /// Whether a node's end ports take an LMC range (CAs and routers; a switch only with an
+    /// enhanced port 0).
+    fn lmc_capable(&self, n: NodeIdx) -> bool {
+        let node = self.plan.fabric.node(n);
+        node.kind != NodeKind::Switch
+            || self.model.nodes[n]
+                .switch_info
+                .is_some_and(|s| s.enhanced_port0)
     }
 
-    /// Overrides a node's NodeInfo (as discovered) and NodeDescription.
+    /// Overrides a node's NodeInfo and NodeDescription (tests of what the SA shows).
     pub fn set_node_info(&mut self, n: NodeIdx, info: node_info::Repr, desc: &str) {
-        if let Some(e) = self.nodes.get_mut(n.idx()) {
-            e.info = info;
-            e.desc = node_description::Repr::new(desc);
-        }
-    }
-
-    /// Overrides a port's PortInfo (as the port last reported it).
-    pub fn set_port_info(&mut self, p: PortIdx, info: port_info::Repr) {
-        if let Some(e) = self.ports.get_mut(p.idx()) {
-            e.info = info;
-            e.known = e.exists;
-        }
-    }
-
-    /// Overrides a switch's SwitchInfo.
-    pub fn set_switch_info(&mut self, n: NodeIdx, info: switch_info::Repr) {
-        let sw = self.nodes.get(n.idx()).map_or(NONE, |e| e.switch);
-        if let Some(e) = self.switches.get_mut(sw as usize) {
-            e.info = info;
-        }
-    }
-
-    /// The SL-to-VL table a port uses for packets from `in_port` (0 on CAs).
-    pub fn set_sl2vl(&mut self, out_port: PortIdx, in_port: u8, table: sl2vl::Repr) {
-        self.sl2vl.insert((out_port.0, in_port), table);
-    }
-
-    /// One VL arbitration block (1..=4) of a port.
-    pub fn set_vlarb(&mut self, port: PortIdx, block: u8, table: vl_arb::Repr) {
-        self.vlarb.insert((port.0, block), table);
+        Arc::make_mut(&mut self.model).nodes[n].info = info;
+        Arc::make_mut(&mut self.plan).fabric.node_mut(n).description = desc.to_string();
     }
 
     /// Forgets every MFT block of a switch.
     pub fn clear_mft(&mut self, switch: NodeIdx) {
-        self.mft.retain(|&(n, _, _), _| n != switch.0);
+        self.mft.retain(|&(n, _, _), _| n != switch);
     }
 
     /// One MFT block (for MulticastForwardingTableRecord).
     pub fn set_mft(&mut self, switch: NodeIdx, block: u16, position: u8, table: mft::Repr) {
-        self.mft.insert((switch.0, block, position), table);
+        self.mft.insert((switch, block, position), table);
     }
 
     /// The service level of a partition (PathRecord SL when the query names none).
     pub fn set_partition_sl(&mut self, pkey: PKey, sl: u8) {
         self.partition_sl.insert(pkey.base(), sl);
-    }
-
-    /// Call after the overrides: recomputes LIDs, GUIDs and rates.
-    pub fn finish(mut self) -> Db {
-        self.reindex();
-        self
     }
 
     /// The parameters.
@@ -479,80 +374,118 @@ impl Db {
     // ---------------------------------------------------------------------------------
     // Lookups.
 
+    /// Every node index.
+    pub(crate) fn node_indices(&self) -> impl Iterator<Item = NodeIdx> + use<> {
+        (0..self.plan.fabric.nodes().len() as u32).map(NodeIdx)
+    }
+
+    /// Every port slot index (absent slot 0 of CAs included).
+    pub(crate) fn port_indices(&self) -> impl Iterator<Item = PortIdx> + use<> {
+        (0..self.plan.fabric.ports().len() as u32).map(PortIdx)
+    }
+
     /// The end port owning `lid` (any LID of its range).
-    pub(crate) fn port_by_lid(&self, lid: Lid) -> Option<u32> {
-        match self.lid_port.get(lid.0 as usize) {
-            Some(&p) if p != NONE => Some(p),
-            _ => None,
-        }
+    pub(crate) fn port_by_lid(&self, lid: Lid) -> Option<PortIdx> {
+        self.lid_port.get(lid.0 as usize)?.get()
+    }
+
+    /// LIDs the LID table spans (highest + 1).
+    pub(crate) fn lid_span(&self) -> usize {
+        self.lid_port.len()
+    }
+
+    /// The GUIDs of every end port the SM knows.
+    pub(crate) fn end_port_guids(&self) -> impl Iterator<Item = Guid> + '_ {
+        self.guid_port.keys().copied()
     }
 
     /// The end port with this port GUID.
-    pub(crate) fn port_by_guid(&self, g: Guid) -> Option<u32> {
+    pub(crate) fn port_by_guid(&self, g: Guid) -> Option<PortIdx> {
         self.guid_port.get(&g).copied()
     }
 
-    pub(crate) fn port(&self, p: u32) -> &PortEntry {
-        &self.ports[p as usize]
+    pub(crate) fn node(&self, n: NodeIdx) -> NodeRef<'_> {
+        let node = self.plan.fabric.node(n);
+        let facts = &self.model.nodes[n];
+        NodeRef {
+            kind: node.kind,
+            info: &facts.info,
+            node,
+            num_ports: node.num_ports,
+            switch: facts.switch_info.as_ref(),
+        }
     }
 
-    pub(crate) fn node_of(&self, p: u32) -> &NodeEntry {
-        &self.nodes[self.ports[p as usize].node as usize]
+    pub(crate) fn port(&self, q: PortIdx) -> PortRef<'_> {
+        let f = &self.plan.fabric;
+        let port = f.port(q);
+        let info = self.model.port_info(q);
+        let known = port.exists && info.is_some();
+        let info = info.unwrap_or(&self.unknown);
+        PortRef {
+            node: port.node,
+            num: port.num,
+            exists: port.exists,
+            known,
+            guid: port.guid,
+            info,
+            remote: port.remote,
+            mtu_cap: info.mtu_cap.to_raw_value(),
+            rate: self.rate[q],
+        }
     }
 
     /// Port `num` of node `n`, when it exists.
-    pub(crate) fn port_of(&self, n: u32, num: u8) -> Option<u32> {
-        let node = self.nodes.get(n as usize)?;
-        if num > node.num_ports || (num == 0 && node.kind != NodeKind::Switch) {
-            return None;
-        }
-        let p = node.first_port + num as u32;
-        self.ports.get(p as usize).filter(|e| e.exists).map(|_| p)
+    pub(crate) fn port_of(&self, n: NodeIdx, num: u8) -> Option<PortIdx> {
+        self.plan.fabric.port_of(n, num)
     }
 
-    /// The port that carries the LID of port `p`'s node (port 0 of a switch).
-    pub(crate) fn lid_port_of(&self, p: u32) -> u32 {
-        let node = self.node_of(p);
-        if node.kind == NodeKind::Switch {
-            node.first_port
-        } else {
-            p
-        }
+    /// The port that carries the LID of port `q`'s node (port 0 of a switch).
+    pub(crate) fn lid_port_of(&self, q: PortIdx) -> PortIdx {
+        self.plan.fabric.lid_port(q)
     }
 
-    /// Base LID and LMC of the end port `p` (or of its switch's port 0).
-    pub(crate) fn lid_range(&self, p: u32) -> (u16, u16) {
-        let lp = self.lid_port_of(p);
+    /// Base and last LID of the end port `q` (or of its switch's port 0).
+    pub(crate) fn lid_range(&self, q: PortIdx) -> (u16, u16) {
+        let lp = self.lid_port_of(q);
         let port = self.port(lp);
         let base = port.info.lid.0;
-        let node = self.node_of(lp);
-        let lmc = if node.kind == NodeKind::Switch && !self.lmc_capable(port.node) {
-            0
-        } else {
+        let lmc = if self.lmc_capable(port.node) {
             port.info.lmc.min(7)
+        } else {
+            0
         };
         (base, base.saturating_add((1u16 << lmc) - 1))
     }
 
+    /// Whether node `n` is a switch (has a forwarding table).
+    pub(crate) fn is_switch(&self, n: NodeIdx) -> bool {
+        self.plan.fabric.node(n).kind == NodeKind::Switch
+    }
+
     /// The LFT of switch node `n`: the output port for `dlid` (255 = none).
     #[inline]
-    pub(crate) fn route(&self, n: u32, dlid: Lid) -> u8 {
-        let sw = self.nodes[n as usize].switch;
-        self.switches
-            .get(sw as usize)
-            .and_then(|s| s.lft.get(dlid.0 as usize))
+    pub(crate) fn route(&self, n: NodeIdx, dlid: Lid) -> u8 {
+        self.plan
+            .lft(n)
+            .and_then(|t| t.get(dlid.0 as usize))
             .copied()
             .unwrap_or(lft::NO_ROUTE.0)
     }
 
+    /// Switch node `n`'s whole LFT.
+    pub(crate) fn lft(&self, n: NodeIdx) -> &[u8] {
+        self.plan.lft(n).unwrap_or(&[])
+    }
+
     /// The P_Key table of a port, if one is known.
-    pub(crate) fn pkey_table(&self, p: u32) -> Option<&PKeyTable> {
-        self.pkeys.get(self.port(p).pkeys as usize)
+    pub(crate) fn pkey_table(&self, q: PortIdx) -> Option<&PKeyTable> {
+        self.pkeys.get(q)?.as_deref()
     }
 
     /// OpenSM's `osm_physp_share_pkey`: the same port, or a port without a known table,
     /// or a partition both tables hold with at least one full member.
-    pub(crate) fn share_pkey(&self, a: u32, b: u32) -> bool {
+    pub(crate) fn share_pkey(&self, a: PortIdx, b: PortIdx) -> bool {
         if a == b {
             return true;
         }
@@ -566,13 +499,13 @@ impl Db {
 
     /// OpenSM's `osm_physp_find_common_pkey`: the first key of `a`'s table, in map order,
     /// that `b` shares (with at least one full member), as `a` holds it.
-    pub(crate) fn common_pkey(&self, a: u32, b: u32) -> Option<PKey> {
+    pub(crate) fn common_pkey(&self, a: PortIdx, b: PortIdx) -> Option<PKey> {
         common_pkey(self.pkey_table(a)?, self.pkey_table(b)?)
     }
 
     /// OpenSM's `osm_physp_share_this_pkey`.
-    pub(crate) fn share_this_pkey(&self, a: u32, b: u32, key: PKey) -> bool {
-        let find = |p: u32| {
+    pub(crate) fn share_this_pkey(&self, a: PortIdx, b: PortIdx, key: PKey) -> bool {
+        let find = |p: PortIdx| {
             self.pkey_table(p)
                 .and_then(|t| t.sorted.iter().find(|k| k.base() == key.base()).copied())
         };
@@ -580,6 +513,114 @@ impl Db {
             (Some(x), Some(y)) => x.is_full() || y.is_full(),
             _ => false,
         }
+    }
+}
+
+/// The model an SM would have read from a subnet it programmed after `plan`: NodeInfo,
+/// SwitchInfo and PortInfo reconstructed from the model's fields (for snapshots made
+/// without a discovery: benchmarks, offline tools).
+pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
+    let f = &plan.fabric;
+    let mut nodes = IdxVec::new();
+    for (i, n) in f.nodes().iter().enumerate() {
+        let idx = NodeIdx(i as u32);
+        let is_switch = n.kind == NodeKind::Switch;
+        let own_port = |num: u8| f.port_of(idx, num).map(|q| f.port(q).guid);
+        let switch_info = is_switch.then(|| switch_info::Repr {
+            linear_fdb_cap: 49152,
+            multicast_fdb_cap: 0,
+            default_port: 0,
+            life_time_value: 18,
+            lids_per_port: 0,
+            partition_enforcement_cap: 32,
+            enhanced_port0: n.enhanced_port0,
+            linear_fdb_top: Lid(plan.lft(idx).map_or(0, |t| t.len().saturating_sub(1)) as u16),
+            ..switch_info::Repr::default()
+        });
+        nodes.push(NodeFacts {
+            info: node_info::Repr {
+                base_version: 1,
+                class_version: 1,
+                node_type: n.kind.node_type(),
+                num_ports: n.num_ports,
+                system_image_guid: n.system_guid,
+                node_guid: n.guid,
+                port_guid: own_port(if is_switch { 0 } else { 1 }).unwrap_or(n.guid),
+                partition_cap: 32,
+                device_id: n.device_id,
+                revision: n.revision,
+                local_port_num: if is_switch { 0 } else { 1 },
+                vendor_id: n.vendor_id,
+            },
+            switch_info,
+            path: Vec::new(),
+        });
+    }
+    let mut ports = IdxVec::new();
+    for port in f.ports() {
+        let is_switch = f.node(port.node).kind == NodeKind::Switch;
+        let end = !is_switch || port.num == 0;
+        let known = port.exists && (is_switch || port.remote.is_some());
+        // A switch's external ports report the switch's LID on port 0 only.
+        let (lid, lmc) = if end {
+            (port.lid, port.lmc)
+        } else {
+            (Lid(0), 0)
+        };
+        let neighbor = port
+            .remote
+            .map(|r| f.port(r).mtu_cap.min(port.mtu_cap))
+            .unwrap_or(port.mtu_cap);
+        let info = port_info::Repr {
+            gid_prefix: p.subnet_prefix,
+            lid,
+            master_sm_lid: if end { p.sm_lid } else { Lid(0) },
+            capability_mask: if port.guid == p.sm_port_guid && end {
+                port_info::cap::IS_SM
+            } else {
+                0
+            } | if port.speed.ext != 0 {
+                port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED
+            } else {
+                0
+            },
+            local_port_num: port.num,
+            link_width_enabled: port.width,
+            link_width_supported: port.width,
+            link_width_active: port.width,
+            link_speed_supported: port.speed.speed,
+            port_state: port.state,
+            port_physical_state: port.phys_state,
+            lmc,
+            link_speed_active: port.speed.speed,
+            link_speed_enabled: port.speed.speed,
+            neighbor_mtu: Mtu::from_raw_value(neighbor),
+            vl_cap: VlCap::from_raw_value(port.vl_cap),
+            mtu_cap: Mtu::from_raw_value(port.mtu_cap),
+            operational_vls: VlCap::from_raw_value(port.vl_cap),
+            subnet_timeout: if end { p.subnet_timeout } else { 0 },
+            guid_cap: u8::from(end),
+            link_speed_ext_active: port.speed.ext,
+            link_speed_ext_supported: port.speed.ext,
+            link_speed_ext_enabled: port.speed.ext,
+            ..port_info::Repr::default()
+        };
+        ports.push(PortFacts {
+            info: known.then_some(info),
+            path: None,
+        });
+    }
+    let own = f
+        .port_by_guid(p.sm_port_guid)
+        .or_else(|| f.end_ports().next())
+        .unwrap_or(PortIdx(0));
+    Discovered {
+        fabric: f.clone(),
+        nodes,
+        ports,
+        own,
+        sms: Vec::new(),
+        sm_asks: 0,
     }
 }
 

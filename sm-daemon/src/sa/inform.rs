@@ -36,6 +36,7 @@
 //! TID, until a ReportResp with its TID comes back, at most `report_retries` times, every
 //! `report_timeout`. A ReportResp gets no answer.
 
+use sm_core::fabric::PortIdx;
 use std::collections::{BTreeSet, HashMap};
 
 use sm_core::mcast::{has_pkey, share_pkey};
@@ -98,7 +99,7 @@ fn same(a: &Subscription, b: &Subscription) -> bool {
 }
 
 /// o13-14.1.1: the requester and the ports the subscription is about can reach each other.
-fn access_ok(db: &Db, req: u32, ii: &inform_info::Repr) -> bool {
+fn access_ok(db: &Db, req: PortIdx, ii: &inform_info::Repr) -> bool {
     if ii.gid != Gid::default() {
         return db
             .port_by_guid(ii.gid.guid())
@@ -108,7 +109,7 @@ fn access_ok(db: &Db, req: u32, ii: &inform_info::Repr) -> bool {
     if begin == ALL_LIDS.0 {
         return true;
     }
-    let size = db.lid_port.len();
+    let size = db.lid_span();
     let mut end = ii.lid_range_end.0 as usize;
     if end == 0 {
         end = begin as usize;
@@ -283,7 +284,7 @@ pub(crate) fn access(db: &Db, st: &State, s: &Subscription, n: &notice::Repr) ->
     let Some(src) = db.port_by_guid(source.guid()) else {
         return Access::Skip;
     };
-    let keys = |p: u32| db.pkey_table(p).map_or(&[][..], |t| &t.by_index[..]);
+    let keys = |p: PortIdx| db.pkey_table(p).map_or(&[][..], |t| &t.by_index[..]);
     if share_pkey(keys(src), keys(dest)) {
         Access::Send
     } else if s.rec.inform_info.lid_range_begin != ALL_LIDS {

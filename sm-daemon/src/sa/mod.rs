@@ -57,7 +57,7 @@ use sm_mad::rmpp::{
 };
 use sm_mad::{Gid, Guid, Lid, Tid, attr, notice, sa};
 
-pub use db::{Db, DbParams, port_rate};
+pub use db::{Db, DbParams, port_rate, reconstructed};
 pub use inform::ReportStats;
 
 use crate::core::time::Instant;
@@ -318,7 +318,7 @@ impl Server {
     /// subscribers.
     pub fn install(&mut self, now: Instant, db: Db, partitions: &Partitions) {
         let old = self.db.take();
-        let ends = |d: &Db| -> BTreeSet<Guid> { d.guid_port.keys().copied().collect() };
+        let ends = |d: &Db| -> BTreeSet<Guid> { d.end_port_guids().collect() };
         let new_ports = ends(&db);
         let (gone, came): (Vec<Guid>, Vec<Guid>) = match &old {
             Some(o) => {
@@ -370,9 +370,9 @@ impl Server {
     /// MLIDs as the smallest MulticastFDBCap of the switches.
     fn configure_mc(&mut self, db: &Db) {
         let cap = db
-            .switches
-            .iter()
-            .map(|s| s.info.multicast_fdb_cap)
+            .node_indices()
+            .filter_map(|n| db.node(n).switch)
+            .map(|s| s.multicast_fdb_cap)
             .filter(|&c| c > 0)
             .min()
             .unwrap_or(sm_core::mcast::MAX_MLIDS);

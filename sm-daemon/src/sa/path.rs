@@ -23,7 +23,9 @@ use sm_mad::service_record::ServiceId;
 use sm_mad::{Gid, Lid, Method, PKey, Sl, sa};
 
 use super::State;
-use super::db::{Db, NONE};
+use sm_core::fabric::PortIdx;
+
+use super::db::Db;
 use super::records::{HResult, Out, Query};
 
 /// Longest path OpenSM walks.
@@ -69,13 +71,19 @@ fn cmp_rate(a: Rate, b: Rate) -> core::cmp::Ordering {
 
 /// Walks from end port `src` (LID `slid`) to end port `dst` (LID `dlid`) and applies the
 /// query's constraints; `None` when there is no such path.
-pub(crate) fn path_parms(db: &Db, w: &Want, src: u32, dst: u32, dlid: Lid) -> Option<Parms> {
+pub(crate) fn path_parms(
+    db: &Db,
+    w: &Want,
+    src: PortIdx,
+    dst: PortIdx,
+    dlid: Lid,
+) -> Option<Parms> {
     let sp = db.port(src);
     let mut mtu = sp.mtu_cap;
     let mut rate = Rate::from_raw_value(sp.rate);
     let mut sl_ok: u16 = 0xFFFF;
     let qos = db.p.qos;
-    let drop_vls = |out: u32, inp: u8, mask: &mut u16| {
+    let drop_vls = |out: PortIdx, inp: u8, mask: &mut u16| {
         if let Some(t) = db.sl2vl.get(&(out, inp)) {
             for (sl, vl) in t.sl_to_vl.iter().enumerate() {
                 if vl.0 == 15 {
@@ -86,9 +94,9 @@ pub(crate) fn path_parms(db: &Db, w: &Want, src: u32, dst: u32, dlid: Lid) -> Op
     };
     // A switch source leaves by the port its table gives; a switch destination is reached
     // at the port its own table gives (port 0).
-    let egress = |p: u32| -> Option<u32> {
+    let egress = |p: PortIdx| -> Option<PortIdx> {
         let node = db.port(p).node;
-        if db.nodes[node as usize].switch == NONE {
+        if !db.is_switch(node) {
             return Some(p);
         }
         db.port_of(node, db.route(node, dlid))
@@ -103,16 +111,12 @@ pub(crate) fn path_parms(db: &Db, w: &Want, src: u32, dst: u32, dlid: Lid) -> Op
     let dst_p = egress(dst)?;
     let mut hops = 0;
     while p != dst_p {
-        let r = db.port(p).remote;
-        if r == NONE {
-            return None;
-        }
-        p = r;
+        p = db.port(p).remote?;
         if p == dst_p {
             break;
         }
         let node = db.port(p).node;
-        if db.nodes[node as usize].switch == NONE {
+        if !db.is_switch(node) {
             return None;
         }
         let inp = db.port(p).num;
@@ -208,8 +212,8 @@ pub(crate) fn path_parms(db: &Db, w: &Want, src: u32, dst: u32, dlid: Lid) -> Op
 fn lid_pair(
     db: &Db,
     w: &Want,
-    src: u32,
-    dst: u32,
+    src: PortIdx,
+    dst: PortIdx,
     slid: u16,
     dlid: u16,
     sgid: Option<Gid>,
@@ -252,9 +256,9 @@ fn lid_pair(
 fn port_pair(
     db: &Db,
     w: &Want,
-    req: u32,
-    src: u32,
-    dst: u32,
+    req: PortIdx,
+    src: PortIdx,
+    dst: PortIdx,
     slid: Option<Lid>,
     dlid: Option<Lid>,
     sgid: Option<Gid>,
@@ -328,7 +332,7 @@ fn valid_mtu(code: u8) -> bool {
 
 /// Resolves a GID to an end port (OpenSM: a foreign subnet prefix, or an unknown GUID, is
 /// ERR_REQ_INVALID_GID; there are no routers to forward to).
-fn gid_port(db: &Db, gid: Gid) -> Result<u32, MadStatus> {
+fn gid_port(db: &Db, gid: Gid) -> Result<PortIdx, MadStatus> {
     let link_local = gid.prefix() == 0xfe80_0000_0000_0000;
     if !link_local && gid.prefix() != db.p.subnet_prefix {
         return Err(sa::ERR_REQ_INVALID_GID);
@@ -404,12 +408,12 @@ pub(crate) fn path_records(db: &Db, st: &State, q: &Query<'_>, out: &mut Out) ->
     let slid = (m & comp::SLID != 0).then_some(pr.slid);
     let dlid = (m & comp::DLID != 0).then_some(pr.dlid);
     let sgid = (m & comp::SGID != 0).then_some(pr.sgid);
-    let pair = |src: u32, dst: u32, out: &mut Out| {
+    let pair = |src: PortIdx, dst: PortIdx, out: &mut Out| {
         port_pair(db, &w, q.req, src, dst, slid, dlid, sgid, limit, out);
     };
     // The end ports of the subnet, for a "half world" query (one end given), in port order.
     let ends = || {
-        (0..db.ports.len() as u32)
+        db.port_indices()
             .filter(|&p| db.port_by_guid(db.port(p).guid) == Some(p) && db.port(p).known)
     };
     let done = |out: &Out| q.method == Method::Get && out.count > 0 || !out.open();

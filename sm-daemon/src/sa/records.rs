@@ -6,7 +6,7 @@
 //! enhanced capability-mask compare, inputs such as PortInfoRecord's Options) are checked by
 //! the handler and skipped by the generic compare.
 
-use sm_core::fabric::NodeKind;
+use sm_core::fabric::{NodeIdx, NodeKind, PortIdx};
 use sm_mad::mad::MadStatus;
 use sm_mad::{
     Guid, Lid, Method, PortNum, Wire, class_port_info, guid_info, guid_info_record, lft,
@@ -16,7 +16,7 @@ use sm_mad::{
 };
 
 use super::State;
-use super::db::{Db, NONE};
+use super::db::Db;
 use super::mask::{Rec, layout};
 use super::{Requester, inform, mcast, service};
 use crate::core::time::Instant;
@@ -32,7 +32,7 @@ pub(crate) struct Query<'a> {
     /// The requester proved the SM_Key.
     pub(crate) trusted: bool,
     /// The requester's end port in the [`Db`].
-    pub(crate) req: u32,
+    pub(crate) req: PortIdx,
     /// Where the request came from (subscriptions keep it as their report address).
     pub(crate) from: Requester,
     /// The core's clock (service leases).
@@ -286,22 +286,19 @@ fn in_range(q: u16, (lo, hi): (u16, u16)) -> bool {
 }
 
 /// Nodes to look at: the node owning `lid` when the query names one, else all.
-fn nodes_for(db: &Db, lid: Option<Lid>) -> Vec<u32> {
+fn nodes_for(db: &Db, lid: Option<Lid>) -> Vec<NodeIdx> {
     match lid {
         Some(l) => db
             .port_by_lid(l)
             .map(|p| vec![db.port(p).node])
             .unwrap_or_default(),
-        None => (0..db.nodes.len() as u32).collect(),
+        None => db.node_indices().collect(),
     }
 }
 
 /// The end port of a node: port 0 of a switch, else none (CAs have one per port).
-fn switch_port0(db: &Db, n: u32) -> Option<u32> {
-    let node = &db.nodes[n as usize];
-    (node.kind == NodeKind::Switch)
-        .then_some(node.first_port)
-        .filter(|&p| db.ports.get(p as usize).is_some_and(|e| e.exists))
+fn switch_port0(db: &Db, n: NodeIdx) -> Option<PortIdx> {
+    db.is_switch(n).then(|| db.port_of(n, 0)).flatten()
 }
 
 /// The switches a query may see: each node (the one owning `by_lid` when given) that is a
@@ -311,7 +308,7 @@ fn visible_switches<'a>(
     db: &'a Db,
     q: &'a Query<'_>,
     by_lid: Option<Lid>,
-) -> impl Iterator<Item = (u32, u32, (u16, u16))> + 'a {
+) -> impl Iterator<Item = (NodeIdx, PortIdx, (u16, u16))> + 'a {
     nodes_for(db, by_lid).into_iter().filter_map(move |n| {
         let p0 = switch_port0(db, n)?;
         let range = db.lid_range(p0);
@@ -321,10 +318,10 @@ fn visible_switches<'a>(
 }
 
 /// The end ports of a node: port 0 of a switch, else every port the SM knows.
-fn end_ports(db: &Db, n: u32) -> Vec<u32> {
+fn end_ports(db: &Db, n: NodeIdx) -> Vec<PortIdx> {
     match switch_port0(db, n) {
         Some(p0) => vec![p0],
-        None => (1..=db.nodes[n as usize].num_ports)
+        None => (1..=db.node(n).num_ports)
             .filter_map(|k| db.port_of(n, k))
             .filter(|&p| db.port(p).known)
             .collect(),
@@ -338,7 +335,7 @@ fn node_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; node_record::LEN];
     for n in nodes_for(db, by_lid) {
-        let node = &db.nodes[n as usize];
+        let node = db.node(n);
         for p in end_ports(db, n) {
             if !out.open() {
                 return Ok(());
@@ -351,13 +348,13 @@ fn node_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
                 continue;
             }
             let port = db.port(p);
-            let mut info = node.info;
+            let mut info = *node.info;
             info.port_guid = port.guid;
             info.local_port_num = port.num;
             let rec = node_record::Repr {
                 lid: Lid(range.0),
                 node_info: info,
-                node_description: node.desc,
+                node_description: node.desc(),
             };
             if rec.emit(&mut buf).is_ok() && l.matches(q.rec, &buf, q.mask, comp::LID) {
                 out.push(&buf);
@@ -389,7 +386,7 @@ fn port_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let want = tmpl.port_info;
     let mut buf = [0u8; port_info_record::LEN];
     for n in nodes_for(db, by_lid) {
-        let node = &db.nodes[n as usize];
+        let node = db.node(n);
         let nums: Vec<u8> = if q.mask & comp::PORT_NUM != 0 {
             vec![tmpl.port_num]
         } else {
@@ -406,7 +403,7 @@ fn port_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
             if !port.known || !db.share_pkey(q.req, p) {
                 continue;
             }
-            let pi = port.info;
+            let pi = *port.info;
             if enhanced {
                 if q.mask & comp::CAPABILITY_MASK != 0
                     && want.capability_mask & pi.capability_mask != want.capability_mask
@@ -478,10 +475,12 @@ fn switch_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
         if !out.open() {
             return Ok(());
         }
-        let sw = &db.switches[db.nodes[n as usize].switch as usize];
+        let Some(&switch_info) = db.node(n).switch else {
+            continue;
+        };
         let rec = switch_info_record::Repr {
             lid: Lid(range.0),
-            switch_info: sw.info,
+            switch_info,
         };
         if rec.emit(&mut buf).is_ok() && l.matches(q.rec, &buf, q.mask, comp::LID) {
             out.push(&buf);
@@ -497,11 +496,11 @@ fn lft_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; lft_record::LEN];
     for (n, _, range) in visible_switches(db, q, by_lid) {
-        let sw = &db.switches[db.nodes[n as usize].switch as usize];
-        if sw.lft.is_empty() {
+        let table = db.lft(n);
+        if table.is_empty() {
             continue;
         }
-        let max_block = ((sw.lft.len() - 1) / lft::ENTRIES) as u16;
+        let max_block = ((table.len() - 1) / lft::ENTRIES) as u16;
         let blocks = if q.mask & comp::BLOCK_NUM != 0 {
             if tmpl.block_num > max_block {
                 continue;
@@ -519,7 +518,7 @@ fn lft_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
             for (slot, port) in t
                 .port_block
                 .iter_mut()
-                .zip(sw.lft.iter().skip(start).take(lft::ENTRIES))
+                .zip(table.iter().skip(start).take(lft::ENTRIES))
             {
                 *slot = PortNum(*port);
             }
@@ -619,16 +618,15 @@ fn link_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     }
     let mut buf = [0u8; link_record::LEN];
     for n in nodes_for(db, from) {
-        let node = &db.nodes[n as usize];
+        let node = db.node(n);
         for k in 1..=node.num_ports {
             if !out.open() {
                 return Ok(());
             }
             let Some(p) = db.port_of(n, k) else { continue };
-            let r = db.port(p).remote;
-            if r == NONE {
+            let Some(r) = db.port(p).remote else {
                 continue;
-            }
+            };
             if !db.share_pkey(p, r) || !db.share_pkey(p, q.req) || !db.share_pkey(q.req, r) {
                 continue;
             }
@@ -698,9 +696,9 @@ fn guid_info_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
 
 /// The ports of an end port's node a per-port table query looks at: a CA's own port, or
 /// every port of a switch (one when `port` names it).
-fn table_ports(db: &Db, end: u32, port: Option<u8>) -> Vec<u32> {
+fn table_ports(db: &Db, end: PortIdx, port: Option<u8>) -> Vec<PortIdx> {
     let n = db.port(end).node;
-    let node = &db.nodes[n as usize];
+    let node = db.node(n);
     if node.kind != NodeKind::Switch {
         return vec![end];
     }
@@ -713,14 +711,14 @@ fn table_ports(db: &Db, end: u32, port: Option<u8>) -> Vec<u32> {
 }
 
 /// End ports a LID selects, or all of them in node order.
-fn end_ports_for(db: &Db, lid: Option<Lid>) -> Vec<u32> {
+fn end_ports_for(db: &Db, lid: Option<Lid>) -> Vec<PortIdx> {
     match lid {
         Some(l) => db.port_by_lid(l).into_iter().collect(),
-        None => (0..db.ports.len() as u32)
+        None => db
+            .port_indices()
             .filter(|&p| {
                 let e = db.port(p);
-                let node = &db.nodes[e.node as usize];
-                e.exists && e.known && (node.kind != NodeKind::Switch || e.num == 0)
+                e.exists && e.known && (!db.is_switch(e.node) || e.num == 0)
             })
             .collect(),
     }
@@ -781,7 +779,7 @@ fn sl2vl_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     let tmpl = sl2vl_record::Repr::parse(q.rec).map_err(|_| sa::ERR_REQ_INVALID)?;
     let by_lid = (q.mask & comp::LID != 0).then_some(tmpl.lid);
     let mut buf = [0u8; sl2vl_record::LEN];
-    let table = |out_port: u32, inp: u8| {
+    let table = |out_port: PortIdx, inp: u8| {
         db.sl2vl
             .get(&(out_port, inp))
             .copied()
@@ -789,9 +787,7 @@ fn sl2vl_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
     };
     for end in end_ports_for(db, by_lid) {
         let lid = Lid(db.lid_range(end).0);
-        let n = db.port(end).node;
-        let node = &db.nodes[n as usize];
-        if node.kind != NodeKind::Switch {
+        if !db.is_switch(db.port(end).node) {
             if !out.open() {
                 return Ok(());
             }

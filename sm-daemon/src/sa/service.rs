@@ -74,7 +74,7 @@ impl Services {
 }
 
 /// The P_Key table of end port `p` holds `key` (no table known: holds everything).
-fn port_has(db: &Db, p: u32, key: PKey) -> bool {
+fn port_has(db: &Db, p: sm_core::fabric::PortIdx, key: PKey) -> bool {
     db.pkey_table(p).is_none_or(|t| has_pkey(&t.by_index, key))
 }
 

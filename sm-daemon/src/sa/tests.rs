@@ -104,7 +104,7 @@ fn opensm_db() -> Db {
         db.set_node_info(idx, info, &n.description);
     }
     db.set_act_count(118);
-    db.finish()
+    db
 }
 
 fn server(db: Db) -> Server {
