@@ -41,6 +41,9 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         poll_retries: sm.sm_poll_retries,
         subnet_prefix: sm.subnet_prefix,
         m_key: sm.m_key,
+        m_key_protect_bits: sm.m_key_protect_bits,
+        m_key_lease_period: sm.m_key_lease_period,
+        force_link_speed: sm.force_link_speed,
         sm_priority: sm.sm_priority,
         max_op_vls: sm.max_op_vls,
         subnet_timeout: sm.subnet_timeout,
@@ -70,5 +73,23 @@ mod tests {
         let p = params(&cfg, Path::new("<test>")).unwrap();
         assert_eq!(p.sa.sa_key, 0x77);
         assert_eq!(p.sa.rmpp, crate::sa::RmppMode::Segment);
+    }
+
+    #[test]
+    fn m_key_and_link_speed_reach_the_core() {
+        let d = params(&Config::default(), Path::new("<test>")).unwrap();
+        assert_eq!(
+            (d.m_key_protect_bits, d.m_key_lease_period, d.force_link_speed),
+            (0, 0, 15)
+        );
+        let mut cfg = Config::default();
+        cfg.sm.m_key_protect_bits = 2;
+        cfg.sm.m_key_lease_period = 60;
+        cfg.sm.force_link_speed = 3;
+        let p = params(&cfg, Path::new("<test>")).unwrap();
+        assert_eq!(
+            (p.m_key_protect_bits, p.m_key_lease_period, p.force_link_speed),
+            (2, 60, 3)
+        );
     }
 }
