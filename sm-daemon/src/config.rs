@@ -1,8 +1,11 @@
-//! From the TOML configuration to the core's parameters.
+//! From the TOML configuration to what `ibsm run` runs with: the core's parameters, and the
+//! settings the daemon around the core honours itself (its port, state, dumps and log).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use sm_core::config::Config;
+use sm_core::config::{Config, DumpConfig, LogConfig};
+use sm_mad::Guid;
+use sm_routing::GuidFileError;
 
 use crate::core::Params;
 
@@ -12,8 +15,64 @@ use crate::core::Params;
 pub enum ParamsError {
     #[error(transparent)]
     Partitions(#[from] sm_core::partitions::PartitionError),
-    #[error("routing engine \"{0}\" is not built (known: minhop, updn, ftree)")]
+    #[error("routing.engines: routing engine \"{0}\" is not built (known: minhop, updn, ftree)")]
     Engine(String),
+    /// A GUID file named by `key` is missing or has a line that is not a GUID.
+    #[error("{key}: {error}")]
+    GuidFile {
+        key: &'static str,
+        error: GuidFileError,
+    },
+    /// A GUID file that lists nothing: the engine would silently fall back to detection.
+    #[error("{key}: {}: lists no GUID (to have them detected, give no file)", path.display())]
+    EmptyGuidFile { key: &'static str, path: PathBuf },
+}
+
+/// Everything a configuration asks of `ibsm run`.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// What the core does.
+    pub params: Params,
+    /// `[sm] port_guid`: the local port to run on; `None`, the first active one.
+    pub port_guid: Option<Guid>,
+    /// `[sm] state_dir`: where `guid2lid` is kept.
+    pub state_dir: PathBuf,
+    /// `[sm] reassign_lids`: start from an empty LID store instead of `guid2lid`.
+    pub reassign_lids: bool,
+    /// `[dump]`: which dumps, and where.
+    pub dump: DumpConfig,
+    /// `[log]`: how much to log, and where.
+    pub log: LogConfig,
+}
+
+/// The settings of a configuration read from `path`.
+pub fn settings(cfg: &Config, path: &Path) -> Result<Settings, ParamsError> {
+    Ok(Settings {
+        params: params(cfg, path)?,
+        port_guid: cfg.sm.port_guid.map(Guid),
+        state_dir: cfg.sm.state_dir.clone(),
+        reassign_lids: cfg.sm.reassign_lids,
+        dump: cfg.dump.clone(),
+        log: cfg.log.clone(),
+    })
+}
+
+/// The GUIDs of an OpenSM GUID file given by `key` (a configuration key or a flag); none
+/// when unset. An empty file is an error, as a missing one is: either would silently mean
+/// "detect".
+pub fn guid_file(key: &'static str, path: Option<&Path>) -> Result<Vec<Guid>, ParamsError> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    let guids =
+        sm_routing::read_guid_file(path).map_err(|error| ParamsError::GuidFile { key, error })?;
+    if guids.is_empty() {
+        return Err(ParamsError::EmptyGuidFile {
+            key,
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(guids)
 }
 
 /// The core's parameters for a configuration read from `path`.
@@ -30,6 +89,11 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         routing: cfg.routing.engines.join(","),
         routing_options: sm_routing::Options {
             adaptive: cfg.routing.adaptive,
+            roots: guid_file("routing.roots_file", cfg.routing.roots_file.as_deref())?,
+            compute_nodes: guid_file(
+                "routing.compute_nodes_file",
+                cfg.routing.compute_nodes_file.as_deref(),
+            )?,
             ..sm_routing::Options::default()
         },
         smp_timeout: ms(sm.smp_timeout_ms as u64),
@@ -66,6 +130,14 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
 mod tests {
     use super::*;
 
+    /// A scratch directory for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("ibsm-config-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
     #[test]
     fn the_sa_trusts_the_sm_key() {
         let mut cfg = Config::default();
@@ -79,7 +151,11 @@ mod tests {
     fn m_key_and_link_speed_reach_the_core() {
         let d = params(&Config::default(), Path::new("<test>")).unwrap();
         assert_eq!(
-            (d.m_key_protect_bits, d.m_key_lease_period, d.force_link_speed),
+            (
+                d.m_key_protect_bits,
+                d.m_key_lease_period,
+                d.force_link_speed
+            ),
             (0, 0, 15)
         );
         let mut cfg = Config::default();
@@ -88,8 +164,72 @@ mod tests {
         cfg.sm.force_link_speed = 3;
         let p = params(&cfg, Path::new("<test>")).unwrap();
         assert_eq!(
-            (p.m_key_protect_bits, p.m_key_lease_period, p.force_link_speed),
+            (
+                p.m_key_protect_bits,
+                p.m_key_lease_period,
+                p.force_link_speed
+            ),
             (2, 60, 3)
         );
+    }
+
+    #[test]
+    fn guid_files_fill_the_routing_options() {
+        let dir = scratch("guids");
+        let roots = dir.join("roots");
+        let cns = dir.join("cns");
+        std::fs::write(&roots, "# spines\n0x0002c90300000001\n0x0002c90300000002\n").unwrap();
+        std::fs::write(&cns, "0x0002c90300001234\n").unwrap();
+        let mut cfg = Config::default();
+        cfg.routing.roots_file = Some(roots);
+        cfg.routing.compute_nodes_file = Some(cns);
+        let p = params(&cfg, Path::new("<test>")).unwrap();
+        assert_eq!(
+            p.routing_options.roots,
+            vec![Guid(0x0002_c903_0000_0001), Guid(0x0002_c903_0000_0002)]
+        );
+        assert_eq!(
+            p.routing_options.compute_nodes,
+            vec![Guid(0x0002_c903_0000_1234)]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn missing_bad_or_empty_guid_files_are_errors_naming_key_file_and_line() {
+        let dir = scratch("bad-guids");
+        let bad = dir.join("roots");
+        std::fs::write(&bad, "0x1\nspine-1\n").unwrap();
+        let empty = dir.join("empty");
+        std::fs::write(&empty, "# nothing yet\n\n").unwrap();
+        let missing = dir.join("missing");
+        let err = |key: &str, file: &Path| {
+            let mut cfg = Config::default();
+            match key {
+                "roots" => cfg.routing.roots_file = Some(file.to_path_buf()),
+                _ => cfg.routing.compute_nodes_file = Some(file.to_path_buf()),
+            }
+            params(&cfg, Path::new("<test>")).unwrap_err().to_string()
+        };
+        let e = err("roots", &bad);
+        assert!(
+            e.starts_with(&format!(
+                "routing.roots_file: {}:2: \"spine-1\"",
+                bad.display()
+            )),
+            "{e}"
+        );
+        let e = err("cn", &missing);
+        assert!(
+            e.starts_with(&format!(
+                "routing.compute_nodes_file: {}: ",
+                missing.display()
+            )),
+            "{e}"
+        );
+        let e = err("roots", &empty);
+        assert!(e.contains("lists no GUID"), "{e}");
+        assert!(e.contains(&empty.display().to_string()), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

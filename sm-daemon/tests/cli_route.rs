@@ -656,3 +656,43 @@ fn pictures_are_well_formed() {
     assert!(text.contains("Leaf1"), "switch names in tooltips");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn roots_and_compute_nodes_files_steer_the_engines() {
+    let dir = scratch("guid-files");
+    let topo = generated(&dir, "ft.net", "fat-tree --levels 2 --radix 4");
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let no_switch = file("no-switch", "0x0000000000000009\n");
+    let two_hosts = file("two-hosts", "0x0001000000000001\n0x0001000000000201\n");
+    let leaf = file("leaf", "0x0002000100000000\n");
+    let used = |args: &[&str]| {
+        let mut argv = vec!["route", s(&topo), "--report", "json"];
+        argv.extend(args);
+        json(&argv)["engine_used"].as_str().unwrap().to_string()
+    };
+    assert_eq!(used(&["-e", "updn,minhop"]), "updn");
+    assert_eq!(
+        used(&["-e", "updn,minhop", "--roots", s(&no_switch)]),
+        "minhop"
+    );
+    assert_eq!(
+        used(&["-e", "ftree,minhop", "--compute-nodes", s(&two_hosts)]),
+        "ftree"
+    );
+    assert_eq!(
+        used(&["-e", "ftree,minhop", "--compute-nodes", s(&leaf)]),
+        "minhop"
+    );
+    assert_eq!(used(&["-e", "ftree,minhop", "--cn", s(&leaf)]), "minhop");
+    let empty = file("empty", "# none yet\n");
+    let err = fails(&["route", s(&topo), "-e", "updn", "--roots", s(&empty)]);
+    assert!(
+        err.contains("--roots") && err.contains("lists no GUID"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
