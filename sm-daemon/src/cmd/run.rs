@@ -14,6 +14,7 @@ use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Outgoing, Umad};
+use sm_mad::Guid;
 use sm_sim::SimConfig;
 
 /// The bundled example fabric: a 2-level fat-tree of 12-port switches (72 hosts).
@@ -29,7 +30,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "TOPO", num_args = 0..=1, default_missing_value = EXAMPLE_NAME)]
     sim: Option<PathBuf>,
     /// Run on a kernel umad port: DEVICE or DEVICE:PORT (e.g. `mlx5_0:1`); without a value,
-    /// the first port whose link is up. Under ibsim, run with libumad2sim preloaded.
+    /// the port whose GUID is the configuration's port_guid, else the first port whose link
+    /// is up. Under ibsim, run with libumad2sim preloaded.
     #[arg(long, value_name = "DEVICE[:PORT]", num_args = 0..=1, default_missing_value = "",
           conflicts_with_all = ["sim", "sm_port", "seed", "loss"])]
     umad: Option<String>,
@@ -38,7 +40,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS")]
     smp_timeout_ms: Option<u64>,
     /// The port the SM runs on: a port GUID, or a node description in the topology.
-    /// Default: the first CA port with a link.
+    /// Default: the configuration's port_guid, else the first CA port with a link.
     #[arg(long)]
     sm_port: Option<String>,
     /// Exit after the subnet is up.
@@ -184,8 +186,18 @@ fn monotonic_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-fn find_sm_port(f: &Fabric, want: Option<&str>) -> anyhow::Result<PortIdx> {
+/// The SM's port: `--sm-port`, else the configuration's `port_guid`, else the first CA
+/// port with a link.
+fn find_sm_port(f: &Fabric, want: Option<&str>, setup: &Setup) -> anyhow::Result<PortIdx> {
     let linked = |p: &PortIdx| f.port(*p).remote.is_some();
+    if let (None, Some(g)) = (want, setup.port_guid) {
+        return f.port_by_guid(g).with_context(|| {
+            format!(
+                "{}: sm.port_guid {g}: no port of the fabric has this GUID",
+                setup.config.display()
+            )
+        });
+    }
     match want {
         None => f
             .cas()
@@ -346,17 +358,36 @@ fn check_args(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn load_lids(args: &Args) -> anyhow::Result<LidStore> {
-    Ok(match &args.state_dir {
-        Some(d) => LidStore::load(&d.join("guid2lid"))?,
-        None => LidStore::new(),
-    })
+/// The remembered LIDs; with `reassign_lids`, none (the new store is saved as usual).
+fn load_lids(args: &Args, setup: &Setup) -> anyhow::Result<LidStore> {
+    let Some(d) = &args.state_dir else {
+        return Ok(LidStore::new());
+    };
+    let path = d.join("guid2lid");
+    if setup.reassign_lids {
+        tracing::info!(
+            "sm.reassign_lids: not loading {}; every port gets a fresh LID",
+            path.display()
+        );
+        return Ok(LidStore::new());
+    }
+    Ok(LidStore::load(&path)?)
 }
 
-/// The core's parameters: the configuration file (or the defaults), then the flags;
-/// `smp_timeout_ms` is the transport's default when neither sets one. A `--config` also
-/// gives the state directory when `--state-dir` does not.
-fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
+/// What a run takes from the configuration file (or the defaults) and the flags.
+struct Setup {
+    params: Params,
+    /// `[sm] port_guid`, unless a flag names the port.
+    port_guid: Option<Guid>,
+    reassign_lids: bool,
+    /// The configuration file, or `<defaults>`, for messages.
+    config: PathBuf,
+}
+
+/// The configuration file (or the defaults), then the flags; `smp_timeout_ms` is the
+/// transport's default when neither sets one. A `--config` also gives the state directory
+/// when `--state-dir` does not.
+fn setup(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Setup> {
     let (mut cfg, path) = match &args.config {
         Some(p) => (sm_core::config::Config::load(p)?, p.clone()),
         None => (
@@ -376,8 +407,9 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
     if args.state_dir.is_none() && args.config.is_some() {
         args.state_dir = Some(cfg.sm.state_dir.clone());
     }
-    let mut p = sm_daemon::config::params(&cfg, &path)
+    let s = sm_daemon::config::settings(&cfg, &path)
         .with_context(|| format!("configuration {}", path.display()))?;
+    let mut p = s.params;
     let ms = match (args.smp_timeout_ms, args.config.is_some()) {
         (Some(ms), _) => ms,
         (None, true) => cfg.sm.smp_timeout_ms as u64,
@@ -385,7 +417,12 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
     };
     p.smp_timeout = ms.saturating_mul(1_000_000);
     p.stopwatch = Some(monotonic_ns);
-    Ok(p)
+    Ok(Setup {
+        params: p,
+        port_guid: s.port_guid,
+        reassign_lids: s.reassign_lids,
+        config: path,
+    })
 }
 
 /// The end of a run, the same for every transport: LIDs saved, dumps written, the report
@@ -458,10 +495,11 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         bail!("--loss {} is not a fraction between 0 and 1", args.loss);
     }
     check_args(&args)?;
-    let params = params(&mut args, 200)?;
+    let setup = setup(&mut args, 200)?;
     let fabric = load_topology(&topo)?;
-    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
-    let lids = load_lids(&args)?;
+    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
+    let lids = load_lids(&args, &setup)?;
+    let params = setup.params;
     let run_for = args
         .run_for
         .as_deref()
@@ -577,11 +615,20 @@ fn requester(m: &umad::Incoming) -> Requester {
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
 fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
-    let mut params = params(args, 50)?;
+    let setup = setup(args, 50)?;
+    let lids = load_lids(args, &setup)?;
+    let mut params = setup.params;
     // The SA agent is a kernel RMPP agent: the kernel segments table answers.
     params.sa.rmpp = RmppMode::Kernel;
-    let port = umad::device::choose(Some(spec))?;
-    let lids = load_lids(args)?;
+    // DEVICE[:PORT] on the command line wins over the configuration's port_guid.
+    let by_guid = spec.is_empty() && setup.port_guid.is_some();
+    let port = umad::device::choose_by_guid(Some(spec), setup.port_guid).with_context(|| {
+        if by_guid {
+            format!("{}: sm.port_guid", setup.config.display())
+        } else {
+            format!("--umad {spec}")
+        }
+    })?;
     let args = &*args;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
