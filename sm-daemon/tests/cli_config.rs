@@ -293,3 +293,105 @@ fn reassign_lids_ignores_the_remembered_lids() {
     assert_ne!(saved.get(host_port(0)).unwrap().base.0, 0x40);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Reads log lines until one contains every one of `words`; panics if the daemon's
+/// standard error ends first.
+fn wait_for(lines: &mut impl Iterator<Item = std::io::Result<String>>, words: &[&str]) -> String {
+    let mut seen = Vec::new();
+    loop {
+        let Some(l) = lines.next() else {
+            panic!(
+                "the daemon ended before logging {words:?}:\n{}",
+                seen.join("\n")
+            );
+        };
+        let l = l.unwrap();
+        if words.iter().all(|w| l.contains(w)) {
+            return l;
+        }
+        seen.push(l);
+    }
+}
+
+#[test]
+fn dumps_follow_every_heavy_sweep_while_the_daemon_runs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = scratch("dumps");
+    let net = fabric(&dir);
+    let dumps = dir.join("dumps");
+    let cfg = config(
+        &dir,
+        &format!(
+            "[dump]\ndir = {}\nwrite = [\"lfts\", \"subnet_lst\", \"topology\", \"pkeys\"]\n",
+            toml_path(&dumps)
+        ),
+    );
+    // Host 7's link goes down half a second into the run: a trap, then a heavy sweep.
+    let scn = dir.join("down.scn");
+    std::fs::write(&scn, "at 500ms link-down \"host 7 leaf 3\"[1]\n").unwrap();
+    let mut child = ibsm()
+        .args(["run", "--sim"])
+        .arg(&net)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--scenario")
+        .arg(&scn)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // The bring-up's dumps, while the daemon runs (not at exit, not on SIGUSR1 only).
+    wait_for(
+        &mut lines,
+        &["dumps written", "opensm-lfts.dump", "ibsm-pkeys.dump"],
+    );
+    let topo = std::fs::read_to_string(dumps.join("ibsm-topology.net")).unwrap();
+    assert!(topo.contains("host 7 leaf 3"), "{topo}");
+    let lfts = sm_core::dump::read_lfts(&dumps.join("opensm-lfts.dump")).unwrap();
+    assert_eq!(lfts.switches.len(), 6);
+    let pkeys = std::fs::read_to_string(dumps.join("ibsm-pkeys.dump")).unwrap();
+    assert_eq!(pkeys.lines().filter(|l| l.starts_with("CA ")).count(), 8);
+    // After the link went down: the topology without host 7.
+    wait_for(&mut lines, &["dumps written", "ibsm-topology.net"]);
+    let topo = std::fs::read_to_string(dumps.join("ibsm-topology.net")).unwrap();
+    assert!(!topo.contains("host 7 leaf 3"), "{topo}");
+    assert!(topo.contains("host 6 leaf 3"), "{topo}");
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn dump_dir_flag_overrides_the_configured_dir() {
+    let dir = scratch("dump-dir");
+    let net = fabric(&dir);
+    let configured = dir.join("configured");
+    let cfg = config(
+        &dir,
+        &format!(
+            "[dump]\ndir = {}\nwrite = [\"pkeys\"]\n",
+            toml_path(&configured)
+        ),
+    );
+    let flag = dir.join("flag");
+    report(&net, &cfg, &["--dump-dir", flag.to_str().unwrap()]);
+    assert!(!configured.exists());
+    assert!(flag.join("ibsm-pkeys.dump").is_file());
+    // Only what [dump] write lists (and the LIDs that go with every dump).
+    assert!(!flag.join("opensm-lfts.dump").exists());
+    assert!(flag.join("guid2lid").is_file());
+    report(&net, &cfg, &[]);
+    assert!(configured.join("ibsm-pkeys.dump").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

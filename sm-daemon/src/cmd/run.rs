@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
@@ -16,6 +15,8 @@ use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Outgoing, Umad};
 use sm_mad::Guid;
 use sm_sim::SimConfig;
+
+use super::dumps::Dumps;
 
 /// The bundled example fabric: a 2-level fat-tree of 12-port switches (72 hosts).
 const EXAMPLE: &str = include_str!("../../fabrics/example.net");
@@ -66,8 +67,10 @@ pub(crate) struct Args {
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Write `opensm-lfts.dump`, `opensm-subnet.lst`, `guid2lid` and adaptive-routing hints
-    /// here after each sweep, and whenever the daemon gets SIGUSR1.
+    /// Write the dumps here (overriding the configuration's [dump] dir) after every heavy
+    /// sweep that changed them, and all of them whenever the daemon gets SIGUSR1: those
+    /// [dump] write lists, else `opensm-lfts.dump` and `opensm-subnet.lst`; with them
+    /// `guid2lid` and, with adaptive routing, `ibsm-ar-hints.dump`.
     #[arg(long)]
     dump_dir: Option<PathBuf>,
     /// Seed of the simulated fabric's fault injection.
@@ -249,7 +252,7 @@ fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
 }
 
 /// Keeps the SM running in real time until SIGINT or SIGTERM.
-fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
+fn serve(args: &Args, driver: &mut SimDriver, dumps: &mut Option<Dumps>) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -267,11 +270,7 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
             while let Some(e) = driver.sm.poll_event() {
                 match e {
                     Event::LidsChanged => save_lids(args, &driver.sm)?,
-                    Event::SweepDone(_) => {
-                        if let Some(d) = &args.dump_dir {
-                            write_dumps(d, &driver.sm)?;
-                        }
-                    }
+                    Event::SweepDone(_) => write_dumps(dumps, &driver.sm)?,
                     _ => {}
                 }
             }
@@ -281,7 +280,7 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
-                _ = usr1.recv() => dump_on_request(args, &driver.sm)?,
+                _ = usr1.recv() => dump_on_request(dumps, &driver.sm)?,
             }
         }
         tracing::info!("shutting down");
@@ -289,34 +288,23 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
     })
 }
 
-fn write_dumps(dir: &Path, sm: &Sm) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (Some(f), Some(lfts)) = (sm.fabric(), sm.lfts()) else {
-        return Ok(());
-    };
-    let mut out = Vec::new();
-    write_opensm_lfts(lfts, f, &mut out)?;
-    std::fs::write(dir.join("opensm-lfts.dump"), &out)?;
-    out.clear();
-    let sm_lid = Some(sm.own_lid());
-    write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut out)?;
-    std::fs::write(dir.join("opensm-subnet.lst"), &out)?;
-    sm.lid_store().save(&dir.join("guid2lid"))?;
-    if let Some(ar) = sm.ar_hints() {
-        std::fs::write(dir.join("ibsm-ar-hints.dump"), ar)?;
+/// After a heavy sweep: the dumps that changed.
+fn write_dumps(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
+    if let Some(d) = dumps {
+        d.write(sm, false)?;
     }
     Ok(())
 }
 
-/// SIGUSR1: the dumps, now.
-fn dump_on_request(args: &Args, sm: &Sm) -> anyhow::Result<()> {
-    match &args.dump_dir {
-        Some(d) => write_dumps(d, sm),
-        None => {
-            tracing::warn!("SIGUSR1: no --dump-dir to write dumps to");
-            Ok(())
+/// SIGUSR1: every dump, now.
+fn dump_on_request(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
+    match dumps {
+        Some(d) => {
+            d.write(sm, true)?;
         }
+        None => tracing::warn!("SIGUSR1: no dumps asked for (--dump-dir or [dump] write)"),
     }
+    Ok(())
 }
 
 /// Pairs the tracer cannot deliver in the simulated fabric as the SM programmed it.
@@ -382,6 +370,7 @@ struct Setup {
     reassign_lids: bool,
     /// The configuration file, or `<defaults>`, for messages.
     config: PathBuf,
+    dumps: Option<Dumps>,
 }
 
 /// The configuration file (or the defaults), then the flags; `smp_timeout_ms` is the
@@ -417,30 +406,38 @@ fn setup(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Setup> {
     };
     p.smp_timeout = ms.saturating_mul(1_000_000);
     p.stopwatch = Some(monotonic_ns);
+    let dumps = Dumps::new(
+        args.dump_dir.as_deref(),
+        &s.dump,
+        &p.partitions,
+        p.pkey_options,
+    );
     Ok(Setup {
         params: p,
         port_guid: s.port_guid,
         reassign_lids: s.reassign_lids,
         config: path,
+        dumps,
     })
 }
 
-/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
-/// printed, and an error when the subnet did not come up.
-/// Wall-clock marks of a run for the report.
+/// What a run measured for the report beyond the sweep's own figures.
 #[derive(Debug, Clone, Copy, Default)]
 struct Marks {
     up_ms: Option<f64>,
     check_ms: Option<f64>,
+    unreachable: Option<u64>,
 }
 
+/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
+/// printed, and an error when the subnet did not come up.
 fn finish(
     args: &Args,
     sm: &Sm,
+    dumps: &mut Option<Dumps>,
     last: Option<SweepReport>,
     wall: Instant,
     must_be_up: bool,
-    unreachable: Option<u64>,
     marks: Marks,
 ) -> anyhow::Result<()> {
     save_lids(args, sm)?;
@@ -451,12 +448,10 @@ fn finish(
         }
         return Ok(());
     };
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, sm)?;
-    }
+    write_dumps(dumps, sm)?;
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
     report.master_guid = sm.master().map(|m| m.guid.to_string());
-    report.unreachable_pairs = unreachable;
+    report.unreachable_pairs = marks.unreachable;
     report.up_ms = marks.up_ms;
     report.check_ms = marks.check_ms;
     match args.report.as_deref() {
@@ -500,6 +495,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
     let lids = load_lids(&args, &setup)?;
     let params = setup.params;
+    let mut dumps = setup.dumps;
     let run_for = args
         .run_for
         .as_deref()
@@ -521,7 +517,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     driver.start();
     if let Some(limit) = run_for {
-        return replay(&args, &mut driver, limit, wall);
+        return replay(&args, &mut driver, &mut dumps, limit, wall);
     }
     // Bring-up runs in fast virtual time.
     let mut last = None;
@@ -533,6 +529,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         match e {
             Event::LidsChanged => save_lids(&args, &driver.sm)?,
             Event::SweepDone(r) => {
+                write_dumps(&mut dumps, &driver.sm)?;
                 let up = r.subnet_up;
                 let standby = r.sm_state == "standby";
                 last = Some(*r);
@@ -549,16 +546,22 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     if !args.once && last.as_ref().is_some_and(|r| r.subnet_up) {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
-        serve(&args, &mut driver)?;
+        serve(&args, &mut driver, &mut dumps)?;
     }
     let t = Instant::now();
-    let unreachable = Some(unreachable_traced(&driver));
+    marks.unreachable = Some(unreachable_traced(&driver));
     marks.check_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-    finish(&args, &driver.sm, last, wall, true, unreachable, marks)
+    finish(&args, &driver.sm, &mut dumps, last, wall, true, marks)
 }
 
 /// Runs the SM in virtual time for `limit` and reports every sweep.
-fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
+fn replay(
+    args: &Args,
+    driver: &mut SimDriver,
+    dumps: &mut Option<Dumps>,
+    limit: u64,
+    wall: Instant,
+) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
@@ -566,6 +569,7 @@ fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> any
         match e {
             Event::LidsChanged => save_lids(args, &driver.sm)?,
             Event::SweepDone(r) => {
+                write_dumps(dumps, &driver.sm)?;
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
                 let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
                 rep.unreachable_pairs = Some(unreachable_traced(driver));
@@ -578,9 +582,7 @@ fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> any
         }
     }
     save_lids(args, &driver.sm)?;
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, &driver.sm)?;
-    }
+    write_dumps(dumps, &driver.sm)?;
     match args.report.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
         Some(_) => {
@@ -618,6 +620,7 @@ fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
     let setup = setup(args, 50)?;
     let lids = load_lids(args, &setup)?;
     let mut params = setup.params;
+    let mut dumps = setup.dumps;
     // The SA agent is a kernel RMPP agent: the kernel segments table answers.
     params.sa.rmpp = RmppMode::Kernel;
     // DEVICE[:PORT] on the command line wins over the configuration's port_guid.
@@ -634,7 +637,7 @@ fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    rt.block_on(drive_umad(args, port, params, lids))
+    rt.block_on(drive_umad(args, port, params, lids, &mut dumps))
 }
 
 /// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
@@ -644,6 +647,7 @@ async fn drive_umad(
     port: umad::PortDesc,
     params: Params,
     lids: LidStore,
+    dumps: &mut Option<Dumps>,
 ) -> anyhow::Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
@@ -690,9 +694,7 @@ async fn drive_umad(
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
                 Event::SweepDone(r) => {
-                    if let Some(d) = &args.dump_dir {
-                        write_dumps(d, &sm)?;
-                    }
+                    write_dumps(dumps, &sm)?;
                     let standby = r.sm_state == "standby";
                     failures = if r.subnet_up || standby {
                         0
@@ -743,20 +745,15 @@ async fn drive_umad(
             _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
             _ = int.recv() => break,
             _ = term.recv() => break,
-            _ = usr1.recv() => dump_on_request(args, &sm)?,
+            _ = usr1.recv() => dump_on_request(dumps, &sm)?,
         }
     }
     tracing::info!("shutting down");
     // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
     drop(dev);
-    let unreachable = unreachable_in_tables(&sm);
-    finish(
-        args,
-        &sm,
-        last,
-        wall,
-        args.once,
-        unreachable,
-        Marks::default(),
-    )
+    let marks = Marks {
+        unreachable: unreachable_in_tables(&sm),
+        ..Marks::default()
+    };
+    finish(args, &sm, dumps, last, wall, args.once, marks)
 }
