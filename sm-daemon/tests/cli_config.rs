@@ -395,3 +395,77 @@ fn dump_dir_flag_overrides_the_configured_dir() {
     assert!(configured.join("ibsm-pkeys.dump").is_file());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn log_level_and_file_are_honoured_and_rust_log_wins() {
+    let dir = scratch("log");
+    let net = fabric(&dir);
+    // Default: info, on standard error, and no colour codes when it is not a terminal.
+    let out = run(&net, &config(&dir, ""), &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(" INFO ") && err.contains("SUBNET UP"), "{err}");
+    assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
+
+    let out = run(&net, &config(&dir, "[log]\nlevel = \"warn\"\n"), &[]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("INFO"), "{err}");
+
+    let file = dir.join("ibsm.log");
+    let cfg = config(
+        &dir,
+        &format!("[log]\nlevel = \"debug\"\nfile = {}\n", toml_path(&file)),
+    );
+    let out = run(&net, &cfg, &[]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        log.contains(" DEBUG ") && log.contains("SUBNET UP"),
+        "{log}"
+    );
+    assert!(!log.contains('\u{1b}'), "colour codes in a file: {log:?}");
+
+    // RUST_LOG wins over [log] level; the file is appended to.
+    let before = log.lines().count();
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["run", "--once", "--sim"])
+        .arg(&net)
+        .arg("--config")
+        .arg(&cfg)
+        .env("RUST_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().lines().count(),
+        before
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_log_settings_are_refused_naming_the_key() {
+    let dir = scratch("bad-log");
+    let net = fabric(&dir);
+    let cfg = config(&dir, "[log]\nlevel = \"loud\"\n");
+    let err = refused(&net, &cfg, &[]);
+    assert!(
+        err.contains(&format!("{}:2:", cfg.display())) && err.contains("log.level"),
+        "{err}"
+    );
+    let cfg = config(&dir, "[log]\nfile = \"/nonexistent/dir/ibsm.log\"\n");
+    let err = refused(&net, &cfg, &[]);
+    assert!(
+        err.contains(&format!(
+            "{}: log.file /nonexistent/dir/ibsm.log",
+            cfg.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

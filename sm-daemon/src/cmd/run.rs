@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+use sm_core::config::Config;
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
@@ -50,7 +51,8 @@ pub(crate) struct Args {
     /// Print the sweep report: text or json.
     #[arg(long, value_name = "FORMAT")]
     report: Option<String>,
-    /// The TOML configuration (see ibsm.example.toml); the flags below override it.
+    /// The TOML configuration (see ibsm.example.toml); the flags below override it, and
+    /// RUST_LOG, when set, overrides its [log] level.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Routing engine chain, e.g. `ftree,updn,minhop` (default: minhop).
@@ -373,17 +375,22 @@ struct Setup {
     dumps: Option<Dumps>,
 }
 
+/// The configuration file, or the defaults and `<defaults>` for its name.
+fn load_config(args: &Args) -> anyhow::Result<(Config, PathBuf)> {
+    Ok(match &args.config {
+        Some(p) => (Config::load(p)?, p.clone()),
+        None => (Config::default(), PathBuf::from("<defaults>")),
+    })
+}
+
 /// The configuration file (or the defaults), then the flags; `smp_timeout_ms` is the
 /// transport's default when neither sets one. A `--config` also gives the state directory
 /// when `--state-dir` does not.
-fn setup(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Setup> {
-    let (mut cfg, path) = match &args.config {
-        Some(p) => (sm_core::config::Config::load(p)?, p.clone()),
-        None => (
-            sm_core::config::Config::default(),
-            PathBuf::from("<defaults>"),
-        ),
-    };
+fn setup(
+    args: &mut Args,
+    (mut cfg, path): (Config, PathBuf),
+    smp_timeout_ms: u64,
+) -> anyhow::Result<Setup> {
     if let Some(r) = &args.routing {
         cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
     }
@@ -475,13 +482,15 @@ fn finish(
 }
 
 pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
+    let cfg = load_config(&args)?;
+    crate::logging::init(&cfg.0.log, &cfg.1)?;
     if let Some(r) = args.report.as_deref() {
         if r != "json" && r != "text" {
             bail!("--report {r}: expected text or json");
         }
     }
     if let Some(spec) = args.umad.clone() {
-        return run_umad(&mut args, &spec);
+        return run_umad(&mut args, cfg, &spec);
     }
     let Some(topo) = args.sim.clone() else {
         bail!("ibsm run needs a fabric: --umad [DEVICE[:PORT]] or --sim [TOPO]");
@@ -490,7 +499,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         bail!("--loss {} is not a fraction between 0 and 1", args.loss);
     }
     check_args(&args)?;
-    let setup = setup(&mut args, 200)?;
+    let setup = setup(&mut args, cfg, 200)?;
     let fabric = load_topology(&topo)?;
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
     let lids = load_lids(&args, &setup)?;
@@ -615,9 +624,9 @@ fn requester(m: &umad::Incoming) -> Requester {
 }
 
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
-fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
+fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
-    let setup = setup(args, 50)?;
+    let setup = setup(args, cfg, 50)?;
     let lids = load_lids(args, &setup)?;
     let mut params = setup.params;
     let mut dumps = setup.dumps;
