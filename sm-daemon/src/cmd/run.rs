@@ -16,6 +16,8 @@ use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Outgoing, Umad};
 use sm_mad::Guid;
 use sm_sim::SimConfig;
+use tokio::runtime::Runtime;
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::dumps::Dumps;
 
@@ -254,12 +256,13 @@ fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
 }
 
 /// Keeps the SM running in real time until SIGINT or SIGTERM.
-fn serve(args: &Args, driver: &mut SimDriver, dumps: &mut Option<Dumps>) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+fn serve(
+    args: &Args,
+    rt: &Runtime,
+    hup: &mut Signal,
+    driver: &mut SimDriver,
+    dumps: &mut Option<Dumps>,
+) -> anyhow::Result<()> {
     rt.block_on(async {
         let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
         let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
@@ -283,11 +286,30 @@ fn serve(args: &Args, driver: &mut SimDriver, dumps: &mut Option<Dumps>) -> anyh
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
                 _ = usr1.recv() => dump_on_request(dumps, &driver.sm)?,
+                _ = hup.recv() => hangup_ignored(),
             }
         }
         tracing::info!("shutting down");
         anyhow::Ok(())
     })
+}
+
+/// A current-thread runtime for the signal handlers and the real-time loop.
+fn runtime() -> anyhow::Result<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")
+}
+
+/// OpenSM admins send SIGHUP to reload the configuration: it must never end the SM.
+fn hangup_handler(rt: &Runtime) -> anyhow::Result<Signal> {
+    let _rt = rt.enter();
+    signal(SignalKind::hangup()).context("installing SIGHUP handler")
+}
+
+fn hangup_ignored() {
+    tracing::info!("SIGHUP received and ignored: configuration reload is not built yet");
 }
 
 /// After a heavy sweep: the dumps that changed.
@@ -499,6 +521,9 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         bail!("--loss {} is not a fraction between 0 and 1", args.loss);
     }
     check_args(&args)?;
+    // From the start: a SIGHUP during bring-up must not end the SM either.
+    let rt = runtime()?;
+    let mut hup = hangup_handler(&rt)?;
     let setup = setup(&mut args, cfg, 200)?;
     let fabric = load_topology(&topo)?;
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
@@ -555,7 +580,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     if !args.once && last.as_ref().is_some_and(|r| r.subnet_up) {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
-        serve(&args, &mut driver, &mut dumps)?;
+        serve(&args, &rt, &mut hup, &mut driver, &mut dumps)?;
     }
     let t = Instant::now();
     marks.unreachable = Some(unreachable_traced(&driver));
@@ -626,6 +651,8 @@ fn requester(m: &umad::Incoming) -> Requester {
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
 fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
+    let rt = runtime()?;
+    let mut hup = hangup_handler(&rt)?;
     let setup = setup(args, cfg, 50)?;
     let lids = load_lids(args, &setup)?;
     let mut params = setup.params;
@@ -642,11 +669,7 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
         }
     })?;
     let args = &*args;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    rt.block_on(drive_umad(args, port, params, lids, &mut dumps))
+    rt.block_on(drive_umad(args, port, params, lids, &mut hup, &mut dumps))
 }
 
 /// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
@@ -656,9 +679,9 @@ async fn drive_umad(
     port: umad::PortDesc,
     params: Params,
     lids: LidStore,
+    hup: &mut Signal,
     dumps: &mut Option<Dumps>,
 ) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
@@ -755,6 +778,7 @@ async fn drive_umad(
             _ = int.recv() => break,
             _ = term.recv() => break,
             _ = usr1.recv() => dump_on_request(dumps, &sm)?,
+            _ = hup.recv() => hangup_ignored(),
         }
     }
     tracing::info!("shutting down");
