@@ -169,8 +169,14 @@ fn compute_nodes_file_chooses_ftree_compute_nodes() {
             ),
         )
     };
-    let two = with("two", "0x0001000000000001\n0x0001000000000201 # host 2\n");
-    assert_eq!(report(&net, &two, &[])["engine_used"], "ftree");
+    // One compute node on every leaf (host 2l is on leaf l).
+    let cns = with(
+        "cns",
+        "0x0001000000000001\n0x0001000000000201\n0x0001000000000401 # host 4\n0x0001000000000601\n",
+    );
+    let j = report(&net, &cns, &[]);
+    assert_eq!(j["engine_used"], "ftree");
+    assert_eq!(j["unreachable_pairs"], 0);
     // No CA port among them: ftree declines.
     let none = with("none", "0x0002000100000000\n");
     assert_eq!(report(&net, &none, &[])["engine_used"], "minhop");
