@@ -37,7 +37,11 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             // The chain of causes, without a backtrace: the message must say what and where.
             eprintln!("ibsm: {e:#}");
-            std::process::ExitCode::FAILURE
+            if e.is::<cmd::analysis::Invalid>() {
+                std::process::ExitCode::from(cmd::analysis::Invalid::EXIT)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
     }
 }

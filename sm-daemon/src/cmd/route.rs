@@ -25,7 +25,10 @@ Examples:
   ibsm route ft.net --engine minhop --lmc 1 --adaptive --ar-out ar.txt
 
 LIDs: a topology whose ports carry LIDs (an ibnetdiscover dump of a running subnet) keeps
-them; otherwise LIDs are assigned as `ibsm run` would (--lmc applies). The report says which.")]
+them; otherwise LIDs are assigned as `ibsm run` would (--lmc applies). The report says which.
+
+Exit status: 0 when the tables are VALID, 2 when they are INVALID (unreachable pairs, stale
+LIDs or credit loops; the report is printed all the same), 1 on any other error.")]
 pub(crate) struct Args {
     /// The topology: ibnetdiscover output or an ibsim net file.
     topo: PathBuf,
@@ -156,7 +159,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         },
         analysis,
     );
-    report.print(args.report.json())
+    report.print(args.report.json())?;
+    report.verdict()
 }
 
 #[cfg(test)]
