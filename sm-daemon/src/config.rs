@@ -129,6 +129,10 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
+    /// The shipped example: every key with its default.
+    const EXAMPLE: &str = include_str!("../../ibsm.example.toml");
 
     /// A scratch directory for one test.
     fn scratch(name: &str) -> PathBuf {
@@ -231,5 +235,227 @@ mod tests {
         assert!(e.contains("lists no GUID"), "{e}");
         assert!(e.contains(&empty.display().to_string()), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Every key the example shows, set or commented out, as `table.key`: a line
+    /// `key = ...` or `# key = ...` in lower case, under the last `[table]` or `# [table]`.
+    fn example_keys() -> BTreeSet<String> {
+        let mut table = String::new();
+        let mut keys = BTreeSet::new();
+        for line in EXAMPLE.lines() {
+            let t = line.strip_prefix("# ").unwrap_or(line).trim();
+            if let Some(h) = t.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+                table = h.to_string();
+                continue;
+            }
+            let Some((key, _)) = t.split_once(" = ") else {
+                continue;
+            };
+            if !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            {
+                keys.insert(format!("{table}.{key}"));
+            }
+        }
+        keys
+    }
+
+    /// Where a key shows: in the core's parameters, or in what the daemon does itself.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Shows {
+        Params,
+        Daemon,
+    }
+
+    fn resolve(text: &str) -> (String, String) {
+        let cfg = Config::from_toml_str(text, Path::new("case.toml"))
+            .unwrap_or_else(|e| panic!("{text}: {e}"));
+        let s = settings(&cfg, Path::new("case.toml")).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let params = format!("{:?}", s.params);
+        let daemon = format!(
+            "{:?}",
+            (s.port_guid, s.state_dir, s.reassign_lids, s.dump, s.log)
+        );
+        (params, daemon)
+    }
+
+    /// Each key of the example, set to another value, changes the core's parameters or the
+    /// daemon's own settings (and only the one it should); `tests/cli_config.rs` runs the
+    /// daemon's keys end to end.
+    #[test]
+    fn every_key_of_the_example_changes_what_runs() {
+        let dir = scratch("every-key");
+        let file = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            format!("{:?}", p.to_str().unwrap())
+        };
+        let roots = file("roots", "0x0002000100000000\n");
+        let cns = file("cns", "0x0001000000000001\n");
+        let parts = file(
+            "partitions.conf",
+            "Default=0x7fff : ALL ;\nStorage=0x10 : ALL ;\n",
+        );
+        use Shows::{Daemon, Params};
+        let cases: Vec<(&str, String, Shows)> = vec![
+            ("sm.port_guid", "port_guid = \"0x2\"".into(), Daemon),
+            ("sm.state_dir", "state_dir = \"/tmp/x\"".into(), Daemon),
+            ("sm.lmc", "lmc = 2".into(), Params),
+            ("sm.sm_priority", "sm_priority = 9".into(), Params),
+            ("sm.sm_key", "sm_key = \"0x2\"".into(), Params),
+            ("sm.m_key", "m_key = \"0x5\"".into(), Params),
+            (
+                "sm.m_key_protect_bits",
+                "m_key_protect_bits = 1".into(),
+                Params,
+            ),
+            (
+                "sm.m_key_lease_period",
+                "m_key_lease_period = 60".into(),
+                Params,
+            ),
+            (
+                "sm.subnet_prefix",
+                "subnet_prefix = \"0xfe80000000000001\"".into(),
+                Params,
+            ),
+            (
+                "sm.sweep_interval_ms",
+                "sweep_interval_ms = 0".into(),
+                Params,
+            ),
+            (
+                "sm.sm_poll_interval_ms",
+                "sm_poll_interval_ms = 5".into(),
+                Params,
+            ),
+            ("sm.sm_poll_retries", "sm_poll_retries = 1".into(), Params),
+            ("sm.smp_timeout_ms", "smp_timeout_ms = 7".into(), Params),
+            ("sm.smp_retries", "smp_retries = 0".into(), Params),
+            (
+                "sm.max_outstanding_smps",
+                "max_outstanding_smps = 4".into(),
+                Params,
+            ),
+            ("sm.subnet_timeout", "subnet_timeout = 10".into(), Params),
+            (
+                "sm.packet_life_time",
+                "packet_life_time = 10".into(),
+                Params,
+            ),
+            (
+                "sm.head_of_queue_lifetime",
+                "head_of_queue_lifetime = 10".into(),
+                Params,
+            ),
+            (
+                "sm.leaf_head_of_queue_lifetime",
+                "leaf_head_of_queue_lifetime = 10".into(),
+                Params,
+            ),
+            ("sm.max_op_vls", "max_op_vls = 2".into(), Params),
+            ("sm.force_link_speed", "force_link_speed = 3".into(), Params),
+            ("sm.reassign_lids", "reassign_lids = true".into(), Daemon),
+            ("routing.engines", "engines = [\"updn\"]".into(), Params),
+            (
+                "routing.roots_file",
+                format!("roots_file = {roots}"),
+                Params,
+            ),
+            (
+                "routing.compute_nodes_file",
+                format!("compute_nodes_file = {cns}"),
+                Params,
+            ),
+            ("routing.adaptive", "adaptive = true".into(), Params),
+            ("partitions.file", format!("file = {parts}"), Params),
+            (
+                "partitions.text",
+                "text = \"Default=0x7fff : ALL=limited ;\"".into(),
+                Params,
+            ),
+            (
+                "partitions.allow_both_pkeys",
+                "allow_both_pkeys = true".into(),
+                Params,
+            ),
+            (
+                "partitions.enforcement",
+                "enforcement = \"off\"".into(),
+                Params,
+            ),
+            ("qos.enabled", "enabled = true".into(), Params),
+            ("qos.max_vls", "max_vls = 8".into(), Params),
+            ("qos.high_limit", "high_limit = 6".into(), Params),
+            ("qos.vlarb_high", "vlarb_high = \"0:8\"".into(), Params),
+            ("qos.vlarb_low", "vlarb_low = \"0:0,1:64\"".into(), Params),
+            (
+                "qos.sl2vl",
+                "sl2vl = \"0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\"".into(),
+                Params,
+            ),
+            ("qos.ca.max_vls", "max_vls = 8".into(), Params),
+            ("qos.ca.high_limit", "high_limit = 6".into(), Params),
+            ("qos.ca.vlarb_high", "vlarb_high = \"0:4\"".into(), Params),
+            (
+                "qos.ca.vlarb_low",
+                "vlarb_low = \"0:0,1:64\"".into(),
+                Params,
+            ),
+            (
+                "qos.ca.sl2vl",
+                "sl2vl = \"0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\"".into(),
+                Params,
+            ),
+            ("dump.dir", "dir = \"/tmp/dumps\"".into(), Daemon),
+            ("dump.write", "write = [\"topology\"]".into(), Daemon),
+            ("log.level", "level = \"debug\"".into(), Daemon),
+            ("log.file", "file = \"/tmp/ibsm.log\"".into(), Daemon),
+        ];
+        let listed: BTreeSet<String> = cases.iter().map(|c| c.0.to_string()).collect();
+        assert_eq!(listed.len(), cases.len(), "a key listed twice");
+        assert_eq!(
+            listed,
+            example_keys(),
+            "every key of ibsm.example.toml needs a case here, and only those"
+        );
+        let defaults = resolve("");
+        assert_eq!(resolve(""), defaults, "resolving is not deterministic");
+        for (key, line, shows) in &cases {
+            let (table, _) = key.rsplit_once('.').unwrap();
+            let (params, daemon) = resolve(&format!("[{table}]\n{line}\n"));
+            let changed = (params != defaults.0, daemon != defaults.1);
+            let want = match shows {
+                Params => (true, false),
+                Daemon => (false, true),
+            };
+            assert_eq!(changed, want, "{key} (changed: params, daemon)");
+        }
+        // The other kinds of port take the same options as qos.ca.
+        for kind in ["rtr", "sw0", "swe"] {
+            let (params, _) = resolve(&format!("[qos.{kind}]\nmax_vls = 8\n"));
+            assert_ne!(params, defaults.0, "qos.{kind}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn keys_not_in_the_example_are_refused_naming_them() {
+        for (text, key) in [
+            ("[sm]\nguid = \"0x2\"\n", "sm.guid"),
+            (
+                "[routing]\nroot_guid_file = \"/x\"\n",
+                "routing.root_guid_file",
+            ),
+            ("[nosuch]\nx = 1\n", "nosuch"),
+        ] {
+            let e = Config::from_toml_str(text, Path::new("c.toml")).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.starts_with("c.toml:"), "{msg}");
+            assert!(msg.contains("unknown field"), "{msg}");
+            assert_eq!(e.key.as_deref(), Some(key), "{msg}");
+        }
     }
 }
