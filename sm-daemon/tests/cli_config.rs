@@ -475,3 +475,53 @@ fn bad_log_settings_are_refused_naming_the_key() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_dump_that_cannot_be_written_is_logged_while_the_daemon_runs() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = scratch("dump-fails");
+    let net = fabric(&dir);
+    let dumps = dir.join("dumps");
+    let cfg = config(
+        &dir,
+        &format!("[dump]\ndir = {}\nwrite = [\"lfts\"]\n", toml_path(&dumps)),
+    );
+    let scn = dir.join("down.scn");
+    std::fs::write(&scn, "at 500ms link-down \"host 7 leaf 3\"[1]\n").unwrap();
+    let mut child = ibsm()
+        .args(["run", "--sim"])
+        .arg(&net)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--scenario")
+        .arg(&scn)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    wait_for(&mut lines, &["dumps written", "opensm-lfts.dump"]);
+    // The directory becomes a file: the next sweep's dumps cannot be written.
+    std::fs::remove_dir_all(&dumps).unwrap();
+    std::fs::write(&dumps, "in the way").unwrap();
+    let creating = format!("creating {}", dumps.display());
+    wait_for(&mut lines, &["ERROR", &creating]);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a dump failure ended the SM"
+    );
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    // At the end, the run says its last dumps were not written.
+    let last = wait_for(&mut lines, &["ibsm: ", &creating]);
+    assert!(last.starts_with("ibsm: "), "{last}");
+    assert_eq!(child.wait().unwrap().code(), Some(1));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

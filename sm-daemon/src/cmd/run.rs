@@ -275,7 +275,7 @@ fn serve(
             while let Some(e) = driver.sm.poll_event() {
                 match e {
                     Event::LidsChanged => save_lids(args, &driver.sm)?,
-                    Event::SweepDone(_) => write_dumps(dumps, &driver.sm)?,
+                    Event::SweepDone(_) => write_dumps_serving(dumps, &driver.sm, false),
                     _ => {}
                 }
             }
@@ -285,7 +285,7 @@ fn serve(
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
-                _ = usr1.recv() => dump_on_request(dumps, &driver.sm)?,
+                _ = usr1.recv() => dump_on_request(dumps, &driver.sm),
                 _ = hup.recv() => hangup_ignored(),
             }
         }
@@ -320,15 +320,22 @@ fn write_dumps(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SIGUSR1: every dump, now.
-fn dump_on_request(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
-    match dumps {
-        Some(d) => {
-            d.write(sm, true)?;
+/// While serving: the dumps that changed (all with `force`). A dump that cannot be written
+/// is logged, and the SM keeps the subnet running.
+fn write_dumps_serving(dumps: &mut Option<Dumps>, sm: &Sm, force: bool) {
+    if let Some(d) = dumps {
+        if let Err(e) = d.write(sm, force) {
+            tracing::error!("{e:#}");
         }
-        None => tracing::warn!("SIGUSR1: no dumps asked for (--dump-dir or [dump] write)"),
     }
-    Ok(())
+}
+
+/// SIGUSR1: every dump, now.
+fn dump_on_request(dumps: &mut Option<Dumps>, sm: &Sm) {
+    if dumps.is_none() {
+        tracing::warn!("SIGUSR1: no dumps asked for (--dump-dir or [dump] write)");
+    }
+    write_dumps_serving(dumps, sm, true);
 }
 
 /// Pairs the tracer cannot deliver in the simulated fabric as the SM programmed it.
@@ -504,15 +511,15 @@ fn finish(
 }
 
 pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
-    let cfg = load_config(&args)?;
-    crate::logging::init(&cfg.0.log, &cfg.1)?;
+    let (cfg, path) = load_config(&args)?;
+    crate::logging::init(&cfg.log, &path)?;
     if let Some(r) = args.report.as_deref() {
         if r != "json" && r != "text" {
             bail!("--report {r}: expected text or json");
         }
     }
     if let Some(spec) = args.umad.clone() {
-        return run_umad(&mut args, cfg, &spec);
+        return run_umad(&mut args, (cfg, path), &spec);
     }
     let Some(topo) = args.sim.clone() else {
         bail!("ibsm run needs a fabric: --umad [DEVICE[:PORT]] or --sim [TOPO]");
@@ -524,7 +531,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     // From the start: a SIGHUP during bring-up must not end the SM either.
     let rt = runtime()?;
     let mut hup = hangup_handler(&rt)?;
-    let setup = setup(&mut args, cfg, 200)?;
+    let setup = setup(&mut args, (cfg, path), 200)?;
     let fabric = load_topology(&topo)?;
     let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
     let lids = load_lids(&args, &setup)?;
@@ -726,7 +733,13 @@ async fn drive_umad(
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
                 Event::SweepDone(r) => {
-                    write_dumps(dumps, &sm)?;
+                    if serving {
+                        write_dumps_serving(dumps, &sm, false);
+                    } else {
+                        // Until the subnet is up, a dump that fails stops the run: a wrong
+                        // directory is found at start, not hours later.
+                        write_dumps(dumps, &sm)?;
+                    }
                     let standby = r.sm_state == "standby";
                     failures = if r.subnet_up || standby {
                         0
@@ -777,7 +790,7 @@ async fn drive_umad(
             _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
             _ = int.recv() => break,
             _ = term.recv() => break,
-            _ = usr1.recv() => dump_on_request(dumps, &sm)?,
+            _ = usr1.recv() => dump_on_request(dumps, &sm),
             _ = hup.recv() => hangup_ignored(),
         }
     }
