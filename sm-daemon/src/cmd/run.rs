@@ -28,6 +28,10 @@ const EXAMPLE_NAME: &str = "@example";
 
 /// Arguments of `ibsm run`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Signals, without --once: SIGINT and SIGTERM stop the SM (LIDs and dumps saved), SIGUSR1
+writes every dump at once, SIGHUP is logged and ignored (configuration reload is not built
+yet; it never stops the SM).")]
 pub(crate) struct Args {
     /// Run against the in-process simulated fabric built from TOPO (ibnetdiscover or ibsim
     /// net file); without TOPO, the bundled example fabric.
