@@ -75,6 +75,13 @@ osm_ms() {
     awk -v a="$a" -v b="$b" 'BEGIN { d = b - a; if (d < 0) d += 86400; printf "%.1f\n", d * 1000 }'
 }
 
+# ibsm route / analyze exit 2 for INVALID tables (the report is written all the same; the
+# table shows the verdict); anything else is a failure.
+valid_or_invalid() {
+    local rc=$?
+    [ "$rc" -eq 2 ] || exit "$rc"
+}
+
 cell() { # ours theirs [format]
     local fmt=${3:-%s}
     # shellcheck disable=SC2059
@@ -112,11 +119,11 @@ for spec in "${fabrics[@]}"; do
         osm_used=$(sed -n 's/.* -> osm_ucast_mgr_process: \(.*\) tables configured.*/\1/p' "$dir/osm/osm.log" | head -1)
         echo "  $engine: ibsm analyze of OpenSM's tables (engine used: ${osm_used:-?}), ibsm route..." >&2
         "$IBSM" analyze --topo "$dir/ibnetdiscover.txt" --lfts "$dir/osm/opensm-lfts.dump" \
-            --report json --svg "$dir/opensm-load.svg" > "$dir/opensm.json"
+            --report json --svg "$dir/opensm-load.svg" > "$dir/opensm.json" || valid_or_invalid
         best=
         for _ in $(seq "$REPEAT"); do
             "$IBSM" route "$dir/ibnetdiscover.txt" --engine "$engine" --report json \
-                --lfts-out "$dir/ibsm-lfts.dump" --svg "$dir/ibsm-load.svg" > "$dir/ibsm.json"
+                --lfts-out "$dir/ibsm-lfts.dump" --svg "$dir/ibsm-load.svg" > "$dir/ibsm.json" || valid_or_invalid
             ms=$(jq .route_ms "$dir/ibsm.json")
             best=$(awk -v a="${best:-$ms}" -v b="$ms" 'BEGIN { print (b < a ? b : a) }')
         done

@@ -1256,6 +1256,62 @@ pub fn pkey_tables_with(
     }
 }
 
+/// Writes P_Key tables as text: a header, then one line per port (end ports, then switch
+/// ports facing CAs and routers), the keys in table order, `0x0000` for an empty entry:
+///
+/// ```text
+/// CA 0x0001000000000000 port 1 guid 0x0001000000000001 "host 0": 0xffff 0x8001
+/// Switch 0x0002000100000000 port 3 enforcing "leaf 0": 0xffff 0x8001
+/// ```
+pub fn write_pkey_tables(
+    tables: &PKeyTables,
+    f: &Fabric,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let enforcement = match tables.enforcement {
+        Enforcement::Both => "both",
+        Enforcement::In => "in",
+        Enforcement::Out => "out",
+        Enforcement::Off => "off",
+    };
+    writeln!(out, "# P_Key tables: written by ibsm")?;
+    writeln!(
+        out,
+        "# Partition enforcement on switch ports facing CAs and routers: {enforcement}"
+    )?;
+    let line = |out: &mut dyn std::io::Write, pk: &PortPKeys, external: bool| {
+        let node = f.node(f.port(pk.port).node);
+        let kind = match node.kind {
+            NodeKind::Switch => "Switch",
+            NodeKind::Ca => "CA",
+            NodeKind::Router => "Router",
+        };
+        write!(out, "{kind} {} port {}", node.guid, pk.num)?;
+        if external {
+            write!(out, " enforcing")?;
+        } else {
+            write!(out, " guid {}", pk.guid)?;
+        }
+        let desc: String = node
+            .description
+            .chars()
+            .map(|c| if c.is_control() || c == '"' { ' ' } else { c })
+            .collect();
+        write!(out, " \"{desc}\":")?;
+        for k in &pk.keys {
+            write!(out, " {k}")?;
+        }
+        writeln!(out)
+    };
+    for pk in &tables.end_ports {
+        line(out, pk, false)?;
+    }
+    for pk in &tables.switch_ports {
+        line(out, pk, true)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use sm_core::partitions::{
     Enforcement, PKeyTables, Partitions, TableOptions, pkey_tables, pkey_tables_with,
+    write_pkey_tables,
 };
 use sm_core::read_topology;
 use sm_mad::{Guid, PKey};
@@ -152,4 +153,33 @@ fn shipped_example_files_parse() {
     let e = Partitions::read(&data("no-such-file.conf")).unwrap_err();
     assert_eq!(e.line, 0);
     assert!(e.to_string().contains("cannot read file"), "{e}");
+}
+
+#[test]
+fn written_tables_list_every_port_and_its_keys() {
+    let fabric = read_topology(&data("net.pk")).unwrap().fabric;
+    let parts = Partitions::read(&data("basic.conf")).unwrap();
+    let t = pkey_tables_with(&parts, &fabric, SM_PORT, &TableOptions::default());
+    let mut out = Vec::new();
+    write_pkey_tables(&t, &fabric, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("enforcement on switch ports facing CAs and routers: both\n"));
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(body.len(), t.end_ports.len() + t.switch_ports.len());
+    for (p, l) in t.end_ports.iter().zip(&body) {
+        assert!(
+            l.contains(&format!(" port {} guid {:#018x} ", p.num, p.guid.0)),
+            "{l}"
+        );
+        assert!(l.ends_with(&format!("\":{}", keys(&p.keys))), "{l}");
+    }
+    for (p, l) in t.switch_ports.iter().zip(&body[t.end_ports.len()..]) {
+        assert!(l.starts_with("Switch ") && l.contains(&format!(" port {} enforcing ", p.num)));
+        assert!(l.ends_with(&format!("\":{}", keys(&p.keys))), "{l}");
+    }
+    // Limited members show: basic.conf has some.
+    assert!(
+        body.iter()
+            .any(|l| l.split(' ').any(|k| k.starts_with("0x0") && k != "0x0000"))
+    );
 }

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod logging;
 
 /// An InfiniBand subnet manager, routing analyser and virtual fabric.
 #[derive(Debug, Parser)]
@@ -36,22 +37,27 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             // The chain of causes, without a backtrace: the message must say what and where.
             eprintln!("ibsm: {e:#}");
-            std::process::ExitCode::FAILURE
+            if e.is::<cmd::analysis::Invalid>() {
+                std::process::ExitCode::from(cmd::analysis::Invalid::EXIT)
+            } else {
+                std::process::ExitCode::FAILURE
+            }
         }
     }
 }
 
 fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if let Command::Run(a) = cli.command {
+        // `run` starts the log once it has read its configuration's [log].
+        return cmd::run::run(a);
+    }
+    logging::init(
+        &sm_core::config::LogConfig::default(),
+        std::path::Path::new("<defaults>"),
+    )?;
     match cli.command {
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(_) => Ok(()),
         Command::Gen(a) => cmd::generate::run(a),
         Command::Route(a) => cmd::route::run(a),
         Command::Analyze(a) => cmd::analyze::run(a),

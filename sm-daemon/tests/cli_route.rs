@@ -27,6 +27,28 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("ibsm {args:?}: not JSON ({e}): {out}"))
 }
 
+/// Runs `ibsm` expecting a JSON report on stdout; returns the exit status with it, which
+/// must be 0 for VALID tables and 2 for INVALID ones.
+fn verdict(args: &[&str]) -> (i32, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let j: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("ibsm {args:?}: not JSON ({e}); stderr: {err}"));
+    let code = out.status.code().unwrap();
+    match j["valid"].as_bool() {
+        Some(true) => assert_eq!(code, 0, "VALID: {err}"),
+        Some(false) => {
+            assert_eq!(code, 2, "INVALID: {err}");
+            assert!(err.contains("INVALID"), "{err}");
+        }
+        None => panic!("no verdict: {j}"),
+    }
+    (code, j)
+}
+
 /// Runs `ibsm` expecting failure; returns stderr.
 fn fails(args: &[&str]) -> String {
     let (ok, out, err) = ibsm(args);
@@ -220,7 +242,7 @@ fn opensm_tables_analyse_valid() {
 
         // ibroute read the same tables back from the switches.
         let ib = dumps(name).join("ibroute.txt");
-        let k = json(&[
+        let (_, k) = verdict(&[
             "analyze",
             "--topo",
             s(&topo),
@@ -607,7 +629,8 @@ fn pictures_are_well_formed() {
         (&big, "minhop", Some("one block per switch")),
     ] {
         let svg = dir.join("out.svg");
-        let j = json(&[
+        // minhop on the random fabric has credit loops: INVALID, with its picture all the same.
+        let (_, j) = verdict(&[
             "route",
             s(net),
             "--engine",
@@ -654,5 +677,99 @@ fn pictures_are_well_formed() {
     let text = std::fs::read_to_string(&svg).unwrap();
     well_formed(&text).unwrap();
     assert!(text.contains("Leaf1"), "switch names in tooltips");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn roots_and_compute_nodes_files_steer_the_engines() {
+    let dir = scratch("guid-files");
+    let topo = generated(&dir, "ft.net", "fat-tree --levels 2 --radix 4");
+    let file = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let no_switch = file("no-switch", "0x0000000000000009\n");
+    // One compute node on every leaf.
+    let cns = file(
+        "cns",
+        "0x0001000000000001\n0x0001000000000201\n0x0001000000000401\n0x0001000000000601\n",
+    );
+    let leaf = file("leaf", "0x0002000100000000\n");
+    let used = |args: &[&str]| {
+        let mut argv = vec!["route", s(&topo), "--report", "json"];
+        argv.extend(args);
+        json(&argv)["engine_used"].as_str().unwrap().to_string()
+    };
+    assert_eq!(used(&["-e", "updn,minhop"]), "updn");
+    assert_eq!(
+        used(&["-e", "updn,minhop", "--roots", s(&no_switch)]),
+        "minhop"
+    );
+    assert_eq!(
+        used(&["-e", "ftree,minhop", "--compute-nodes", s(&cns)]),
+        "ftree"
+    );
+    assert_eq!(
+        used(&["-e", "ftree,minhop", "--compute-nodes", s(&leaf)]),
+        "minhop"
+    );
+    assert_eq!(used(&["-e", "ftree,minhop", "--cn", s(&leaf)]), "minhop");
+    let empty = file("empty", "# none yet\n");
+    let err = fails(&["route", s(&topo), "-e", "updn", "--roots", s(&empty)]);
+    assert!(
+        err.contains("--roots") && err.contains("lists no GUID"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn exit_status_says_valid_invalid_or_error() {
+    let dir = scratch("exit");
+    let random = generated(
+        &dir,
+        "rnd.net",
+        "random --switches 20 --radix 8 --hosts 2 --seed 3",
+    );
+    // minhop is not deadlock-free: credit loops on this fabric.
+    let (code, j) = verdict(&["route", s(&random), "-e", "minhop", "--report", "json"]);
+    assert_eq!((code, j["credit_loops"].as_u64().unwrap() > 0), (2, true));
+    let (code, _) = verdict(&["route", s(&random), "-e", "updn", "--report", "json"]);
+    assert_eq!(code, 0);
+    // ibroute never prints a top LID that is a multiple of 64 (see the dumps' README).
+    let top64 = dumps("top64");
+    let (code, j) = verdict(&[
+        "analyze",
+        "--topo",
+        s(&top64.join("ibnetdiscover.txt")),
+        "--lfts",
+        s(&top64.join("ibroute.txt")),
+        "--report",
+        "json",
+    ]);
+    assert_eq!(
+        (code, j["unreachable_pairs"].as_u64().unwrap() > 0),
+        (2, true)
+    );
+    // The text report is printed too before the INVALID exit.
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args(["route", s(&random), "-e", "minhop"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("INVALID"));
+    // Errors are 1.
+    let out = Command::new(env!("CARGO_BIN_EXE_ibsm"))
+        .args([
+            "analyze",
+            "--topo",
+            "/nonexistent.net",
+            "--lfts",
+            "/nonexistent.dump",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }

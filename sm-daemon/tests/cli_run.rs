@@ -197,3 +197,47 @@ fn a_scenario_starts_a_better_sm_and_kills_it() {
     assert_eq!(reports[1]["client_reregisters"], 72);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Reads log lines until one contains `what`; panics if standard error ends first.
+fn wait_for(lines: &mut impl Iterator<Item = std::io::Result<String>>, what: &str) {
+    for l in lines.by_ref() {
+        if l.unwrap().contains(what) {
+            return;
+        }
+    }
+    panic!("the daemon ended before logging {what:?}");
+}
+
+fn signal(child: &std::process::Child, sig: &str) {
+    let pid = child.id().to_string();
+    let ok = Command::new("kill")
+        .args([sig, &pid])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+#[test]
+fn sighup_is_logged_and_ignored() {
+    let mut child = ibsm()
+        .args(["run", "--sim"])
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    wait_for(&mut lines, "sweeping until SIGINT/SIGTERM");
+    for _ in 0..2 {
+        signal(&child, "-HUP");
+        wait_for(&mut lines, "SIGHUP received and ignored");
+    }
+    // Still serving: it answers SIGUSR1 (a warning, no dumps asked for).
+    signal(&child, "-USR1");
+    wait_for(&mut lines, "SIGUSR1: no dumps asked for");
+    assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended the SM");
+    signal(&child, "-TERM");
+    wait_for(&mut lines, "shutting down");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}

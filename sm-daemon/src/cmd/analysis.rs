@@ -421,6 +421,24 @@ pub(crate) struct Report {
     pub(crate) metrics: Metrics,
 }
 
+/// The tables were checked and found INVALID: `ibsm route` and `ibsm analyze` exit with
+/// status [`Invalid::EXIT`] after printing the report (1 is for errors).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the forwarding tables are INVALID: {unreachable_pairs} unreachable pair(s), \
+     {stale_lids} stale LID(s), {credit_loops} credit loop(s)"
+)]
+pub(crate) struct Invalid {
+    unreachable_pairs: u64,
+    stale_lids: u64,
+    credit_loops: u64,
+}
+
+impl Invalid {
+    /// The exit status.
+    pub(crate) const EXIT: u8 = 2;
+}
+
 /// What a report needs beyond the analysis.
 pub(crate) struct ReportInput<'a> {
     pub(crate) topo_path: &'a Path,
@@ -479,6 +497,19 @@ impl Report {
             validation: a.validation,
             metrics: a.metrics,
         }
+    }
+
+    /// `Ok` for VALID tables, else [`Invalid`] (exit status 2), saying what failed.
+    pub(crate) fn verdict(&self) -> anyhow::Result<()> {
+        if self.valid {
+            return Ok(());
+        }
+        Err(Invalid {
+            unreachable_pairs: self.unreachable_pairs,
+            stale_lids: self.stale_lids,
+            credit_loops: self.credit_loops,
+        }
+        .into())
     }
 
     /// Prints the report on stdout.

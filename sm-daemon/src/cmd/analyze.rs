@@ -23,7 +23,10 @@ Examples:
 
 Tables are matched to the topology by switch GUID and by LID: the LIDs come from the
 topology (an ibnetdiscover dump taken after the SM brought the subnet up) or from the SM's
-guid2lid file. Tables that do not describe the topology are refused, naming what differs.")]
+guid2lid file. Tables that do not describe the topology are refused, naming what differs.
+
+Exit status: 0 when the tables are VALID, 2 when they are INVALID (unreachable pairs, stale
+LIDs or credit loops; the report is printed all the same), 1 on any other error.")]
 pub(crate) struct Args {
     /// The topology: ibnetdiscover output or an ibsim net file.
     #[arg(long, value_name = "FILE")]
@@ -164,7 +167,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         },
         analysis,
     );
-    report.print(args.report.json())
+    report.print(args.report.json())?;
+    report.verdict()
 }
 
 #[cfg(test)]

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use sm_core::dump::{IbrouteOptions, write_ibroute, write_opensm_lfts};
+use sm_daemon::config::guid_file;
 use sm_routing::ar::{ArDump, write_ar};
-use sm_routing::{Options, Topo, read_guid_file, route_chain};
+use sm_routing::{Options, Topo, route_chain};
 
 use super::analysis::{
     ArSummary, Outputs, Progress, Report, ReportArgs, ReportInput, analyse, guid2lid_text, ms,
@@ -24,7 +25,10 @@ Examples:
   ibsm route ft.net --engine minhop --lmc 1 --adaptive --ar-out ar.txt
 
 LIDs: a topology whose ports carry LIDs (an ibnetdiscover dump of a running subnet) keeps
-them; otherwise LIDs are assigned as `ibsm run` would (--lmc applies). The report says which.")]
+them; otherwise LIDs are assigned as `ibsm run` would (--lmc applies). The report says which.
+
+Exit status: 0 when the tables are VALID, 2 when they are INVALID (unreachable pairs, stale
+LIDs or credit loops; the report is printed all the same), 1 on any other error.")]
 pub(crate) struct Args {
     /// The topology: ibnetdiscover output or an ibsim net file.
     topo: PathBuf,
@@ -40,9 +44,9 @@ pub(crate) struct Args {
     /// Root switches (updn, ftree): a file of node GUIDs, one per line (OpenSM's format).
     #[arg(long, value_name = "FILE")]
     roots: Option<PathBuf>,
-    /// Compute nodes (ftree): a file of CA port GUIDs, one per line.
-    #[arg(long, value_name = "FILE")]
-    cn: Option<PathBuf>,
+    /// Compute nodes (ftree): a file of CA port GUIDs, one per line (OpenSM's format).
+    #[arg(long, visible_alias = "cn", value_name = "FILE")]
+    compute_nodes: Option<PathBuf>,
     /// Also compute adaptive-routing port groups (implied by --ar-out).
     #[arg(long)]
     adaptive: bool,
@@ -80,12 +84,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         adaptive: args.adaptive || args.ar_out.is_some(),
         ..Options::default()
     };
-    if let Some(f) = &args.roots {
-        opts.roots = read_guid_file(f)?;
-    }
-    if let Some(f) = &args.cn {
-        opts.compute_nodes = read_guid_file(f)?;
-    }
+    opts.roots = guid_file("--roots", args.roots.as_deref())?;
+    opts.compute_nodes = guid_file("--compute-nodes", args.compute_nodes.as_deref())?;
     let topo = Topo::new(&fabric)
         .with_context(|| format!("{}: cannot route this fabric", args.topo.display()))?;
 
@@ -159,7 +159,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         },
         analysis,
     );
-    report.print(args.report.json())
+    report.print(args.report.json())?;
+    report.verdict()
 }
 
 #[cfg(test)]

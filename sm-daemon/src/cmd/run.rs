@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
-use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
+use sm_core::config::Config;
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
@@ -14,7 +14,12 @@ use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Outgoing, Umad};
+use sm_mad::Guid;
 use sm_sim::SimConfig;
+use tokio::runtime::Runtime;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+
+use super::dumps::Dumps;
 
 /// The bundled example fabric: a 2-level fat-tree of 12-port switches (72 hosts).
 const EXAMPLE: &str = include_str!("../../fabrics/example.net");
@@ -23,13 +28,18 @@ const EXAMPLE_NAME: &str = "@example";
 
 /// Arguments of `ibsm run`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Signals, without --once: SIGINT and SIGTERM stop the SM (LIDs and dumps saved), SIGUSR1
+writes every dump at once, SIGHUP is logged and ignored (configuration reload is not built
+yet; it never stops the SM).")]
 pub(crate) struct Args {
     /// Run against the in-process simulated fabric built from TOPO (ibnetdiscover or ibsim
     /// net file); without TOPO, the bundled example fabric.
     #[arg(long, value_name = "TOPO", num_args = 0..=1, default_missing_value = EXAMPLE_NAME)]
     sim: Option<PathBuf>,
     /// Run on a kernel umad port: DEVICE or DEVICE:PORT (e.g. `mlx5_0:1`); without a value,
-    /// the first port whose link is up. Under ibsim, run with libumad2sim preloaded.
+    /// the port whose GUID is the configuration's port_guid, else the first port whose link
+    /// is up. Under ibsim, run with libumad2sim preloaded.
     #[arg(long, value_name = "DEVICE[:PORT]", num_args = 0..=1, default_missing_value = "",
           conflicts_with_all = ["sim", "sm_port", "seed", "loss"])]
     umad: Option<String>,
@@ -38,7 +48,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "MS")]
     smp_timeout_ms: Option<u64>,
     /// The port the SM runs on: a port GUID, or a node description in the topology.
-    /// Default: the first CA port with a link.
+    /// Default: the configuration's port_guid, else the first CA port with a link.
     #[arg(long)]
     sm_port: Option<String>,
     /// Exit after the subnet is up.
@@ -47,7 +57,8 @@ pub(crate) struct Args {
     /// Print the sweep report: text or json.
     #[arg(long, value_name = "FORMAT")]
     report: Option<String>,
-    /// The TOML configuration (see ibsm.example.toml); the flags below override it.
+    /// The TOML configuration (see ibsm.example.toml); the flags below override it, and
+    /// RUST_LOG, when set, overrides its [log] level.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Routing engine chain, e.g. `ftree,updn,minhop` (default: minhop).
@@ -64,8 +75,10 @@ pub(crate) struct Args {
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Write `opensm-lfts.dump`, `opensm-subnet.lst`, `guid2lid` and adaptive-routing hints
-    /// here after each sweep, and whenever the daemon gets SIGUSR1.
+    /// Write the dumps here (overriding the configuration's [dump] dir) after every heavy
+    /// sweep that changed them, and all of them whenever the daemon gets SIGUSR1: those
+    /// [dump] write lists, else `opensm-lfts.dump` and `opensm-subnet.lst`; with them
+    /// `guid2lid` and, with adaptive routing, `ibsm-ar-hints.dump`.
     #[arg(long)]
     dump_dir: Option<PathBuf>,
     /// Seed of the simulated fabric's fault injection.
@@ -184,8 +197,18 @@ fn monotonic_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-fn find_sm_port(f: &Fabric, want: Option<&str>) -> anyhow::Result<PortIdx> {
+/// The SM's port: `--sm-port`, else the configuration's `port_guid`, else the first CA
+/// port with a link.
+fn find_sm_port(f: &Fabric, want: Option<&str>, setup: &Setup) -> anyhow::Result<PortIdx> {
     let linked = |p: &PortIdx| f.port(*p).remote.is_some();
+    if let (None, Some(g)) = (want, setup.port_guid) {
+        return f.port_by_guid(g).with_context(|| {
+            format!(
+                "{}: sm.port_guid {g}: no port of the fabric has this GUID",
+                setup.config.display()
+            )
+        });
+    }
     match want {
         None => f
             .cas()
@@ -237,12 +260,13 @@ fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
 }
 
 /// Keeps the SM running in real time until SIGINT or SIGTERM.
-fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+fn serve(
+    args: &Args,
+    rt: &Runtime,
+    hup: &mut Signal,
+    driver: &mut SimDriver,
+    dumps: &mut Option<Dumps>,
+) -> anyhow::Result<()> {
     rt.block_on(async {
         let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
         let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
@@ -255,11 +279,7 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
             while let Some(e) = driver.sm.poll_event() {
                 match e {
                     Event::LidsChanged => save_lids(args, &driver.sm)?,
-                    Event::SweepDone(_) => {
-                        if let Some(d) = &args.dump_dir {
-                            write_dumps(d, &driver.sm)?;
-                        }
-                    }
+                    Event::SweepDone(_) => write_dumps_serving(dumps, &driver.sm, false),
                     _ => {}
                 }
             }
@@ -269,7 +289,8 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
                 _ = tokio::time::sleep_until(wake) => {}
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
-                _ = usr1.recv() => dump_on_request(args, &driver.sm)?,
+                _ = usr1.recv() => dump_on_request(dumps, &driver.sm),
+                _ = hup.recv() => hangup_ignored(),
             }
         }
         tracing::info!("shutting down");
@@ -277,34 +298,48 @@ fn serve(args: &Args, driver: &mut SimDriver) -> anyhow::Result<()> {
     })
 }
 
-fn write_dumps(dir: &Path, sm: &Sm) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let (Some(f), Some(lfts)) = (sm.fabric(), sm.lfts()) else {
-        return Ok(());
-    };
-    let mut out = Vec::new();
-    write_opensm_lfts(&lfts, f, &mut out)?;
-    std::fs::write(dir.join("opensm-lfts.dump"), &out)?;
-    out.clear();
-    let sm_lid = Some(sm.own_lid());
-    write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut out)?;
-    std::fs::write(dir.join("opensm-subnet.lst"), &out)?;
-    sm.lid_store().save(&dir.join("guid2lid"))?;
-    if let Some(ar) = sm.ar_hints() {
-        std::fs::write(dir.join("ibsm-ar-hints.dump"), ar)?;
+/// A current-thread runtime for the signal handlers and the real-time loop.
+fn runtime() -> anyhow::Result<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")
+}
+
+/// OpenSM admins send SIGHUP to reload the configuration: it must never end the SM.
+fn hangup_handler(rt: &Runtime) -> anyhow::Result<Signal> {
+    let _rt = rt.enter();
+    signal(SignalKind::hangup()).context("installing SIGHUP handler")
+}
+
+fn hangup_ignored() {
+    tracing::info!("SIGHUP received and ignored: configuration reload is not built yet");
+}
+
+/// After a heavy sweep: the dumps that changed.
+fn write_dumps(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
+    if let Some(d) = dumps {
+        d.write(sm, false)?;
     }
     Ok(())
 }
 
-/// SIGUSR1: the dumps, now.
-fn dump_on_request(args: &Args, sm: &Sm) -> anyhow::Result<()> {
-    match &args.dump_dir {
-        Some(d) => write_dumps(d, sm),
-        None => {
-            tracing::warn!("SIGUSR1: no --dump-dir to write dumps to");
-            Ok(())
+/// While serving: the dumps that changed (all with `force`). A dump that cannot be written
+/// is logged, and the SM keeps the subnet running.
+fn write_dumps_serving(dumps: &mut Option<Dumps>, sm: &Sm, force: bool) {
+    if let Some(d) = dumps {
+        if let Err(e) = d.write(sm, force) {
+            tracing::error!("{e:#}");
         }
     }
+}
+
+/// SIGUSR1: every dump, now.
+fn dump_on_request(dumps: &mut Option<Dumps>, sm: &Sm) {
+    if dumps.is_none() {
+        tracing::warn!("SIGUSR1: no dumps asked for (--dump-dir or [dump] write)");
+    }
+    write_dumps_serving(dumps, sm, true);
 }
 
 /// Pairs the tracer cannot deliver in the simulated fabric as the SM programmed it.
@@ -346,24 +381,49 @@ fn check_args(args: &Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn load_lids(args: &Args) -> anyhow::Result<LidStore> {
-    Ok(match &args.state_dir {
-        Some(d) => LidStore::load(&d.join("guid2lid"))?,
-        None => LidStore::new(),
+/// The remembered LIDs; with `reassign_lids`, none (the new store is saved as usual).
+fn load_lids(args: &Args, setup: &Setup) -> anyhow::Result<LidStore> {
+    let Some(d) = &args.state_dir else {
+        return Ok(LidStore::new());
+    };
+    let path = d.join("guid2lid");
+    if setup.reassign_lids {
+        tracing::info!(
+            "sm.reassign_lids: not loading {}; every port gets a fresh LID",
+            path.display()
+        );
+        return Ok(LidStore::new());
+    }
+    Ok(LidStore::load(&path)?)
+}
+
+/// What a run takes from the configuration file (or the defaults) and the flags.
+struct Setup {
+    params: Params,
+    /// `[sm] port_guid`, unless a flag names the port.
+    port_guid: Option<Guid>,
+    reassign_lids: bool,
+    /// The configuration file, or `<defaults>`, for messages.
+    config: PathBuf,
+    dumps: Option<Dumps>,
+}
+
+/// The configuration file, or the defaults and `<defaults>` for its name.
+fn load_config(args: &Args) -> anyhow::Result<(Config, PathBuf)> {
+    Ok(match &args.config {
+        Some(p) => (Config::load(p)?, p.clone()),
+        None => (Config::default(), PathBuf::from("<defaults>")),
     })
 }
 
-/// The core's parameters: the configuration file (or the defaults), then the flags;
-/// `smp_timeout_ms` is the transport's default when neither sets one. A `--config` also
-/// gives the state directory when `--state-dir` does not.
-fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
-    let (mut cfg, path) = match &args.config {
-        Some(p) => (sm_core::config::Config::load(p)?, p.clone()),
-        None => (
-            sm_core::config::Config::default(),
-            PathBuf::from("<defaults>"),
-        ),
-    };
+/// The configuration file (or the defaults), then the flags; `smp_timeout_ms` is the
+/// transport's default when neither sets one. A `--config` also gives the state directory
+/// when `--state-dir` does not.
+fn setup(
+    args: &mut Args,
+    (mut cfg, path): (Config, PathBuf),
+    smp_timeout_ms: u64,
+) -> anyhow::Result<Setup> {
     if let Some(r) = &args.routing {
         cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
     }
@@ -376,8 +436,9 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
     if args.state_dir.is_none() && args.config.is_some() {
         args.state_dir = Some(cfg.sm.state_dir.clone());
     }
-    let mut p = sm_daemon::config::params(&cfg, &path)
+    let s = sm_daemon::config::settings(&cfg, &path)
         .with_context(|| format!("configuration {}", path.display()))?;
+    let mut p = s.params;
     let ms = match (args.smp_timeout_ms, args.config.is_some()) {
         (Some(ms), _) => ms,
         (None, true) => cfg.sm.smp_timeout_ms as u64,
@@ -385,25 +446,33 @@ fn params(args: &mut Args, smp_timeout_ms: u64) -> anyhow::Result<Params> {
     };
     p.smp_timeout = std::time::Duration::from_millis(ms);
     p.stopwatch = Some(monotonic_ns);
-    Ok(p)
+    let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
+    Ok(Setup {
+        params: p,
+        port_guid: s.port_guid,
+        reassign_lids: s.reassign_lids,
+        config: path,
+        dumps,
+    })
 }
 
-/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
-/// printed, and an error when the subnet did not come up.
-/// Wall-clock marks of a run for the report.
+/// What a run measured for the report beyond the sweep's own figures.
 #[derive(Debug, Clone, Copy, Default)]
 struct Marks {
     up_ms: Option<f64>,
     check_ms: Option<f64>,
+    unreachable: Option<u64>,
 }
 
+/// The end of a run, the same for every transport: LIDs saved, dumps written, the report
+/// printed, and an error when the subnet did not come up.
 fn finish(
     args: &Args,
     sm: &Sm,
+    dumps: &mut Option<Dumps>,
     last: Option<SweepReport>,
     wall: Instant,
     must_be_up: bool,
-    unreachable: Option<u64>,
     marks: Marks,
 ) -> anyhow::Result<()> {
     save_lids(args, sm)?;
@@ -414,12 +483,10 @@ fn finish(
         }
         return Ok(());
     };
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, sm)?;
-    }
+    write_dumps(dumps, sm)?;
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
     report.master_guid = sm.master().map(|m| m.guid.to_string());
-    report.unreachable_pairs = unreachable;
+    report.unreachable_pairs = marks.unreachable;
     report.up_ms = marks.up_ms;
     report.check_ms = marks.check_ms;
     match args.report.as_deref() {
@@ -443,13 +510,15 @@ fn finish(
 }
 
 pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
+    let (cfg, path) = load_config(&args)?;
+    crate::logging::init(&cfg.log, &path)?;
     if let Some(r) = args.report.as_deref() {
         if r != "json" && r != "text" {
             bail!("--report {r}: expected text or json");
         }
     }
     if let Some(spec) = args.umad.clone() {
-        return run_umad(&mut args, &spec);
+        return run_umad(&mut args, (cfg, path), &spec);
     }
     let Some(topo) = args.sim.clone() else {
         bail!("ibsm run needs a fabric: --umad [DEVICE[:PORT]] or --sim [TOPO]");
@@ -458,10 +527,15 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         bail!("--loss {} is not a fraction between 0 and 1", args.loss);
     }
     check_args(&args)?;
-    let params = params(&mut args, 200)?;
+    // From the start: a SIGHUP during bring-up must not end the SM either.
+    let rt = runtime()?;
+    let mut hup = hangup_handler(&rt)?;
+    let setup = setup(&mut args, (cfg, path), 200)?;
     let fabric = load_topology(&topo)?;
-    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref())?;
-    let lids = load_lids(&args)?;
+    let sm_port = find_sm_port(&fabric, args.sm_port.as_deref(), &setup)?;
+    let lids = load_lids(&args, &setup)?;
+    let params = setup.params;
+    let mut dumps = setup.dumps;
     let run_for = args
         .run_for
         .as_deref()
@@ -483,7 +557,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     driver.start();
     if let Some(limit) = run_for {
-        return replay(&args, &mut driver, limit, wall);
+        return replay(&args, &mut driver, &mut dumps, limit, wall);
     }
     // Bring-up runs in fast virtual time.
     let mut last = None;
@@ -495,6 +569,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         match e {
             Event::LidsChanged => save_lids(&args, &driver.sm)?,
             Event::SweepDone(r) => {
+                write_dumps(&mut dumps, &driver.sm)?;
                 let up = r.subnet_up;
                 let standby = r.sm_state == "standby";
                 last = Some(*r);
@@ -511,16 +586,22 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     if !args.once && last.as_ref().is_some_and(|r| r.subnet_up) {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
-        serve(&args, &mut driver)?;
+        serve(&args, &rt, &mut hup, &mut driver, &mut dumps)?;
     }
     let t = Instant::now();
-    let unreachable = Some(unreachable_traced(&driver));
+    marks.unreachable = Some(unreachable_traced(&driver));
     marks.check_ms = Some(t.elapsed().as_secs_f64() * 1e3);
-    finish(&args, &driver.sm, last, wall, true, unreachable, marks)
+    finish(&args, &driver.sm, &mut dumps, last, wall, true, marks)
 }
 
 /// Runs the SM in virtual time for `limit` and reports every sweep.
-fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> anyhow::Result<()> {
+fn replay(
+    args: &Args,
+    driver: &mut SimDriver,
+    dumps: &mut Option<Dumps>,
+    limit: u64,
+    wall: Instant,
+) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
@@ -528,6 +609,7 @@ fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> any
         match e {
             Event::LidsChanged => save_lids(args, &driver.sm)?,
             Event::SweepDone(r) => {
+                write_dumps(dumps, &driver.sm)?;
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
                 let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
                 rep.unreachable_pairs = Some(unreachable_traced(driver));
@@ -540,9 +622,7 @@ fn replay(args: &Args, driver: &mut SimDriver, limit: u64, wall: Instant) -> any
         }
     }
     save_lids(args, &driver.sm)?;
-    if let Some(d) = &args.dump_dir {
-        write_dumps(d, &driver.sm)?;
-    }
+    write_dumps(dumps, &driver.sm)?;
     match args.report.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
         Some(_) => {
@@ -575,19 +655,27 @@ fn requester(m: &umad::Incoming) -> Requester {
 }
 
 /// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
-fn run_umad(args: &mut Args, spec: &str) -> anyhow::Result<()> {
+fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
-    let mut params = params(args, 50)?;
+    let rt = runtime()?;
+    let mut hup = hangup_handler(&rt)?;
+    let setup = setup(args, cfg, 50)?;
+    let lids = load_lids(args, &setup)?;
+    let mut params = setup.params;
+    let mut dumps = setup.dumps;
     // The SA agent is a kernel RMPP agent: the kernel segments table answers.
     params.sa.rmpp = RmppMode::Kernel;
-    let port = umad::device::choose(Some(spec))?;
-    let lids = load_lids(args)?;
+    // DEVICE[:PORT] on the command line wins over the configuration's port_guid.
+    let by_guid = spec.is_empty() && setup.port_guid.is_some();
+    let port = umad::device::choose_by_guid(Some(spec), setup.port_guid).with_context(|| {
+        if by_guid {
+            format!("{}: sm.port_guid", setup.config.display())
+        } else {
+            format!("--umad {spec}")
+        }
+    })?;
     let args = &*args;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
-    rt.block_on(drive_umad(args, port, params, lids))
+    rt.block_on(drive_umad(args, port, params, lids, &mut hup, &mut dumps))
 }
 
 /// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
@@ -597,8 +685,9 @@ async fn drive_umad(
     port: umad::PortDesc,
     params: Params,
     lids: LidStore,
+    hup: &mut Signal,
+    dumps: &mut Option<Dumps>,
 ) -> anyhow::Result<()> {
-    use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
     let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
     let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
@@ -643,8 +732,12 @@ async fn drive_umad(
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
                 Event::SweepDone(r) => {
-                    if let Some(d) = &args.dump_dir {
-                        write_dumps(d, &sm)?;
+                    if serving {
+                        write_dumps_serving(dumps, &sm, false);
+                    } else {
+                        // Until the subnet is up, a dump that fails stops the run: a wrong
+                        // directory is found at start, not hours later.
+                        write_dumps(dumps, &sm)?;
                     }
                     let standby = r.sm_state == "standby";
                     failures = if r.subnet_up || standby {
@@ -696,20 +789,16 @@ async fn drive_umad(
             _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
             _ = int.recv() => break,
             _ = term.recv() => break,
-            _ = usr1.recv() => dump_on_request(args, &sm)?,
+            _ = usr1.recv() => dump_on_request(dumps, &sm),
+            _ = hup.recv() => hangup_ignored(),
         }
     }
     tracing::info!("shutting down");
     // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
     drop(dev);
-    let unreachable = unreachable_in_tables(&sm);
-    finish(
-        args,
-        &sm,
-        last,
-        wall,
-        args.once,
-        unreachable,
-        Marks::default(),
-    )
+    let marks = Marks {
+        unreachable: unreachable_in_tables(&sm),
+        ..Marks::default()
+    };
+    finish(args, &sm, dumps, last, wall, args.once, marks)
 }

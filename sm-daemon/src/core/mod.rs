@@ -112,6 +112,12 @@ pub struct Params {
     pub poll_interval: Duration,
     /// Polls in a row the master may miss before a standby takes over.
     pub poll_retries: u32,
+    /// PortInfo.M_KeyProtectBits to program with `m_key` (0..=3).
+    pub m_key_protect_bits: u8,
+    /// PortInfo.M_KeyLeasePeriod in seconds; 0 never expires.
+    pub m_key_lease_period: u16,
+    /// PortInfo.LinkSpeedEnabled: 0 leaves it, 1..=7 a speed mask, 15 LinkSpeedSupported.
+    pub force_link_speed: u8,
 }
 
 impl Default for Params {
@@ -142,6 +148,9 @@ impl Default for Params {
             sm_key: 1,
             poll_interval: Duration::from_secs(10),
             poll_retries: 4,
+            m_key_protect_bits: 0,
+            m_key_lease_period: 0,
+            force_link_speed: 15,
         }
     }
 }

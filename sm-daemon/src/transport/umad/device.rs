@@ -1,6 +1,6 @@
 //! Which umad device and port to run on, from sysfs: `/sys/class/infiniband_mad/umadN/{ibdev,
 //! port}` and `/sys/class/infiniband/DEV/{node_guid,hca_type,ports/N/{lid,sm_lid,state,
-//! cap_mask}}`. Read through libc (see `sys.rs`) so that the libumad2sim shim can serve its
+//! cap_mask,gids/0}}`. Read through libc (see `sys.rs`) so that the libumad2sim shim can serve its
 //! fake sysfs.
 
 use std::fmt;
@@ -23,6 +23,8 @@ pub struct PortDesc {
     /// The port number (0 for a switch's management port).
     pub port: u8,
     pub node_guid: Guid,
+    /// The port GUID (the low half of GID 0); 0 when unreadable.
+    pub port_guid: Guid,
     /// The device's `hca_type` ("simulator" under libumad2sim); empty when absent.
     pub hca_type: String,
     pub lid: Lid,
@@ -72,6 +74,15 @@ fn parse_guid(s: &str) -> Option<Guid> {
     u64::from_str_radix(&hex, 16).ok().map(Guid)
 }
 
+/// "fe80:0000:0000:0000:0002:c903:0000:1234" -> the port GUID, the GID's low 64 bits.
+fn parse_gid_guid(s: &str) -> Option<Guid> {
+    let groups: Vec<&str> = s.trim().split(':').collect();
+    if groups.len() != 8 || groups.iter().any(|g| g.len() != 4) {
+        return None;
+    }
+    parse_guid(&groups[4..].join(":"))
+}
+
 /// "4: ACTIVE" -> 4.
 fn parse_state(s: &str) -> Option<u8> {
     s.split(':').next()?.trim().parse().ok()
@@ -90,6 +101,9 @@ fn describe(umad: u32) -> Option<PortDesc> {
         umad,
         node_guid: text(&format!("{d}/node_guid"))
             .and_then(|s| parse_guid(&s))
+            .unwrap_or(Guid(0)),
+        port_guid: text(&format!("{p}/gids/0"))
+            .and_then(|s| parse_gid_guid(&s))
             .unwrap_or(Guid(0)),
         hca_type: text(&format!("{d}/hca_type")).unwrap_or_default(),
         lid: text(&format!("{p}/lid"))
@@ -135,11 +149,35 @@ pub fn list_ports() -> Result<Vec<PortDesc>, UmadError> {
 /// Picks the port named by `spec` (`DEV` or `DEV:PORT`), else the first port whose link is
 /// up (else the first port at all).
 pub fn choose(spec: Option<&str>) -> Result<PortDesc, UmadError> {
-    let ports = list_ports()?;
+    pick(&list_ports()?, spec, None)
+}
+
+/// Picks the port named by `spec` (`DEV` or `DEV:PORT`), else the one whose port GUID is
+/// `guid`, else as [`choose`] does.
+pub fn choose_by_guid(spec: Option<&str>, guid: Option<Guid>) -> Result<PortDesc, UmadError> {
+    pick(&list_ports()?, spec, guid)
+}
+
+fn pick(ports: &[PortDesc], spec: Option<&str>, guid: Option<Guid>) -> Result<PortDesc, UmadError> {
     if ports.is_empty() {
         return Err(UmadError::NoDevice);
     }
-    let Some(spec) = spec.filter(|s| !s.is_empty()) else {
+    let spec = spec.filter(|s| !s.is_empty());
+    if let (None, Some(guid)) = (spec, guid) {
+        return ports
+            .iter()
+            .find(|p| p.port_guid == guid)
+            .cloned()
+            .ok_or_else(|| UmadError::NoPortWithGuid {
+                guid,
+                available: ports
+                    .iter()
+                    .map(|p| format!("{}:{} {}", p.dev, p.port, p.port_guid))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+    }
+    let Some(spec) = spec else {
         let first_up = ports.iter().find(|p| p.is_up()).cloned();
         return first_up
             .or_else(|| ports.first().cloned())
@@ -191,5 +229,44 @@ mod tests {
         assert_eq!(parse_state("garbage"), None);
         assert_eq!(hex_u64("0x0000c048"), Some(0xc048));
         assert_eq!(hex_u64("0x"), None);
+        assert_eq!(
+            parse_gid_guid("fe80:0000:0000:0000:0002:c903:0000:1234\n"),
+            Some(Guid(0x0002_c903_0000_1234))
+        );
+        assert_eq!(parse_gid_guid("fe80:0000:0000:0000:0002:c903:0000"), None);
+        assert_eq!(parse_gid_guid("fe80::2:c903:0:1234"), None);
+    }
+
+    fn port(dev: &str, port: u8, guid: u64, state: u8) -> PortDesc {
+        PortDesc {
+            umad: u32::from(port),
+            dev: dev.to_string(),
+            port,
+            node_guid: Guid(0x100),
+            port_guid: Guid(guid),
+            hca_type: String::new(),
+            lid: Lid(0),
+            sm_lid: Lid(0),
+            state,
+            cap_mask: 0,
+        }
+    }
+
+    #[test]
+    fn a_port_guid_picks_its_port_and_a_device_spec_overrides_it() {
+        let ports = [port("mlx5_0", 1, 0x101, 4), port("mlx5_0", 2, 0x102, 4)];
+        let pick_port = |spec, guid| pick(&ports, spec, guid).map(|p| p.port);
+        assert_eq!(pick_port(None, None).unwrap(), 1);
+        assert_eq!(pick_port(None, Some(Guid(0x102))).unwrap(), 2);
+        assert_eq!(pick_port(Some(""), Some(Guid(0x102))).unwrap(), 2);
+        // The command line's DEVICE:PORT wins over the configuration's GUID.
+        assert_eq!(pick_port(Some("mlx5_0:1"), Some(Guid(0x102))).unwrap(), 1);
+        let err = pick(&ports, None, Some(Guid(0x999)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("0x0000000000000999") && err.contains("mlx5_0:2 0x0000000000000102"),
+            "{err}"
+        );
     }
 }

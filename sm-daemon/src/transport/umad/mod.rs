@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 
-use sm_mad::{Lid, MgmtClass};
+use sm_mad::{Guid, Lid, MgmtClass};
 
 pub use device::PortDesc;
 
@@ -47,6 +47,8 @@ pub enum UmadError {
     BadSpec(String),
     #[error("no umad port matches {spec:?} (available: {available})")]
     NoSuchPort { spec: String, available: String },
+    #[error("no umad port has port GUID {guid} (available: {available})")]
+    NoPortWithGuid { guid: Guid, available: String },
     #[error("opening /dev/infiniband/umad{umad}: {source}")]
     Open { umad: u32, source: std::io::Error },
     #[error("registering the umad agent for class {class:#04x}: {source}")]
