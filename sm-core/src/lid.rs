@@ -104,6 +104,17 @@ impl LidStore {
     /// Assigns LIDs to every end port of `fabric` (writing `Port::lid` / `Port::lmc`) and
     /// remembers them. `lmc` applies to CA and router ports; switches get LMC 0.
     pub fn assign(&mut self, fabric: &mut Fabric, lmc: u8) -> Result<AssignReport, LidError> {
+        self.assign_with(fabric, lmc, true)
+    }
+
+    /// [`LidStore::assign`]; with `adopt_held` false a port not remembered gets a fresh LID
+    /// even when the one it holds is free (OpenSM's `reassign_lids`).
+    pub fn assign_with(
+        &mut self,
+        fabric: &mut Fabric,
+        lmc: u8,
+        adopt_held: bool,
+    ) -> Result<AssignReport, LidError> {
         if lmc > 7 {
             return Err(LidError::BadLmc(lmc));
         }
@@ -169,7 +180,7 @@ impl LidStore {
         }
 
         // 2. LIDs the ports already hold.
-        for &p in &ports {
+        for &p in ports.iter().filter(|_| adopt_held) {
             if result.contains_key(&p) {
                 continue;
             }

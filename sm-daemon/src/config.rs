@@ -108,6 +108,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         m_key_protect_bits: sm.m_key_protect_bits,
         m_key_lease_period: sm.m_key_lease_period,
         force_link_speed: sm.force_link_speed,
+        reassign_lids: sm.reassign_lids,
         sm_priority: sm.sm_priority,
         max_op_vls: sm.max_op_vls,
         subnet_timeout: sm.subnet_timeout,
@@ -267,6 +268,7 @@ mod tests {
     enum Shows {
         Params,
         Daemon,
+        Both,
     }
 
     fn resolve(text: &str) -> (String, String) {
@@ -298,7 +300,7 @@ mod tests {
             "partitions.conf",
             "Default=0x7fff : ALL ;\nStorage=0x10 : ALL ;\n",
         );
-        use Shows::{Daemon, Params};
+        use Shows::{Both, Daemon, Params};
         let cases: Vec<(&str, String, Shows)> = vec![
             ("sm.port_guid", "port_guid = \"0x2\"".into(), Daemon),
             ("sm.state_dir", "state_dir = \"/tmp/x\"".into(), Daemon),
@@ -357,7 +359,7 @@ mod tests {
             ),
             ("sm.max_op_vls", "max_op_vls = 2".into(), Params),
             ("sm.force_link_speed", "force_link_speed = 3".into(), Params),
-            ("sm.reassign_lids", "reassign_lids = true".into(), Daemon),
+            ("sm.reassign_lids", "reassign_lids = true".into(), Both),
             ("routing.engines", "engines = [\"updn\"]".into(), Params),
             (
                 "routing.roots_file",
@@ -430,6 +432,7 @@ mod tests {
             let want = match shows {
                 Params => (true, false),
                 Daemon => (false, true),
+                Both => (true, true),
             };
             assert_eq!(changed, want, "{key} (changed: params, daemon)");
         }

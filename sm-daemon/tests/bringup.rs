@@ -378,3 +378,30 @@ fn a_chain_that_cannot_route_falls_back_to_minhop() {
     );
     all_pairs_delivered(&d, "ftree on a torus");
 }
+
+/// Two hosts cabled to each other with no switch come up as OpenSM brings them up: each
+/// port gets a LID, both go ACTIVE, and each reaches the other.
+#[test]
+fn two_cas_back_to_back_come_up() {
+    use sm_core::fabric::{NodeKind, NodeSpec};
+    let mut f = Fabric::new();
+    let a = f
+        .add_node(NodeSpec::new(NodeKind::Ca, sm_mad::Guid(0x10), "a", 1))
+        .unwrap();
+    let b = f
+        .add_node(NodeSpec::new(NodeKind::Ca, sm_mad::Guid(0x20), "b", 1))
+        .unwrap();
+    let (pa, pb) = (f.port_of(a, 1).unwrap(), f.port_of(b, 1).unwrap());
+    f.connect(pa, pb).unwrap();
+    let (d, r) = up_with(&f, Params::default(), LidStore::new(), SimConfig::default());
+    assert_eq!((r.nodes, r.switches, r.links, r.lids), (2, 0, 1, 2));
+    for p in [pa, pb] {
+        let pi = &d.sim.port(p).info;
+        assert_eq!(pi.port_state, PortState::Active, "{p:?}");
+        assert_ne!(pi.lid, Lid(0));
+        assert_eq!(pi.master_sm_lid, d.sm.own_lid());
+    }
+    let all = d.sim.check_all_pairs(&AllPairsOptions::default());
+    // Every (source port, destination LID) pair, each host's own LID included.
+    assert_eq!((all.pairs, all.delivered), (4, 4));
+}

@@ -118,6 +118,9 @@ pub struct Params {
     pub m_key_lease_period: u16,
     /// PortInfo.LinkSpeedEnabled: 0 leaves it, 1..=7 a speed mask, 15 LinkSpeedSupported.
     pub force_link_speed: u8,
+    /// Give every port a fresh LID on the first sweep instead of the one it holds
+    /// (OpenSM's `reassign_lids`; the daemon then does not load `guid2lid` either).
+    pub reassign_lids: bool,
 }
 
 impl Default for Params {
@@ -151,6 +154,7 @@ impl Default for Params {
             m_key_protect_bits: 0,
             m_key_lease_period: 0,
             force_link_speed: 15,
+            reassign_lids: false,
         }
     }
 }

@@ -165,7 +165,9 @@ pub fn plan(
 ) -> Result<Plan, PlanError> {
     let mut fabric = d.fabric.clone();
     let before = lids.clone();
-    lids.assign(&mut fabric, p.lmc)?;
+    // reassign_lids: the first plan of a run gives fresh LIDs, later ones keep them.
+    let adopt_held = !(p.reassign_lids && previous.is_none());
+    lids.assign_with(&mut fabric, p.lmc, adopt_held)?;
     let lids_changed = *lids != before;
 
     let t0 = p.stopwatch.map(|f| f());
@@ -308,7 +310,21 @@ fn port_settings(
             want.master_sm_lid = own_lid;
             want.gid_prefix = p.subnet_prefix;
             want.m_key = p.m_key;
+            want.m_key_protect_bits = p.m_key_protect_bits;
+            want.m_key_lease_period = p.m_key_lease_period;
             want.subnet_timeout = p.subnet_timeout;
+        }
+        // LinkSpeedEnabled as OpenSM's force_link_speed: 0 leaves it, 15 asks for every
+        // supported speed, else the mask itself; only where the port does not have it.
+        if fabric.port(q).num != 0 && p.force_link_speed != 0 {
+            let target = if p.force_link_speed == 15 {
+                cur.link_speed_supported
+            } else {
+                p.force_link_speed
+            };
+            if cur.link_speed_enabled != target {
+                want.link_speed_enabled = p.force_link_speed;
+            }
         }
         if let Some(r) = fabric.port(q).remote {
             if let Some(peer) = d.port_info(r) {
@@ -477,5 +493,210 @@ fn qos_tables(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sm_core::fabric::{NodeSpec, PortIdx};
+    use sm_core::generate::{FatTree2, GenSpec, generate};
+    use sm_mad::Guid;
+
+    /// What discovery would find on a freshly powered `fabric` (no LIDs yet, linked ports
+    /// in INIT), with the SM on the first linked CA port.
+    fn discovered(fabric: Fabric) -> Discovered {
+        let own = fabric
+            .cas()
+            .flat_map(|n| fabric.node_ports(n))
+            .find(|&p| fabric.port(p).remote.is_some())
+            .expect("a linked CA port");
+        let params = crate::sa::DbParams {
+            sm_port_guid: fabric.port(own).guid,
+            ..crate::sa::DbParams::default()
+        };
+        let blank = Plan::from_tables(fabric, Vec::new(), PKeyTables::default());
+        let mut d = crate::sa::reconstructed(&blank, &params);
+        d.own = own;
+        d
+    }
+
+    fn fat_tree() -> Fabric {
+        generate(&GenSpec::FatTree2(FatTree2::new(4))).expect("a small fat-tree")
+    }
+
+    fn end_lids(plan: &Plan) -> Vec<(Guid, Lid)> {
+        let f = &plan.fabric;
+        let mut v: Vec<_> = f
+            .end_ports()
+            .filter(|&q| f.port(q).lid.0 != 0)
+            .map(|q| (f.port(q).guid, f.port(q).lid))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn every_end_port_gets_a_lid_a_route_and_its_settings() {
+        let d = discovered(fat_tree());
+        let p = Params::default();
+        let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        let f = &plan.fabric;
+        let lids = end_lids(&plan);
+        let expected = f.switches().count() + f.cas().count();
+        assert_eq!(lids.len(), expected, "every switch and linked CA port");
+        let mut seen: Vec<Lid> = lids.iter().map(|l| l.1).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), lids.len(), "LIDs are unique");
+        assert_eq!(plan.max_lid, *seen.last().expect("LIDs"));
+        assert!(plan.lids_changed);
+        let own_lid = plan.lid_of(d.own);
+        for n in f.switches() {
+            let lft = plan.lft(n).expect("a switch has a table");
+            for &lid in &seen {
+                assert_ne!(
+                    lft[lid.0 as usize],
+                    lft::NO_ROUTE.0,
+                    "{} routes {lid}",
+                    f.node(n).guid
+                );
+            }
+        }
+        for q in f.end_ports() {
+            let Some(w) = &plan.settings[q] else { continue };
+            assert_eq!(w.lid, f.port(q).lid);
+            assert_eq!(w.master_sm_lid, own_lid);
+            assert_eq!(w.gid_prefix, p.subnet_prefix);
+        }
+        // Switch-to-switch ports get the switch HOQLife, ports facing hosts the leaf one.
+        for (q, w) in plan.settings.iter_enumerated() {
+            let (Some(w), Some(r)) = (w, f.port(q).remote) else {
+                continue;
+            };
+            if f.node(f.port(q).node).kind == NodeKind::Switch {
+                let to_switch = f.node(f.port(r).node).kind == NodeKind::Switch;
+                let want = if to_switch {
+                    p.hoq_life
+                } else {
+                    p.leaf_hoq_life
+                };
+                assert_eq!(w.hoq_life, want);
+            }
+        }
+    }
+
+    #[test]
+    fn plans_are_deterministic_and_keep_what_holds() {
+        let d = discovered(fat_tree());
+        let p = Params::default();
+        let mut store = LidStore::new();
+        let a = plan(&d, &mut store, &p, None).expect("a plan");
+        let b = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        assert_eq!(end_lids(&a), end_lids(&b));
+        assert_eq!(a.routes, b.routes);
+        // Again with the store and the previous plan: nothing moves.
+        let c = plan(&d, &mut store, &p, Some(&a)).expect("a plan");
+        assert!(!c.lids_changed);
+        assert_eq!(end_lids(&a), end_lids(&c));
+        assert_eq!(a.routes.lft, c.routes.lft);
+    }
+
+    #[test]
+    fn held_lids_are_kept_unless_lids_are_reassigned() {
+        let mut d = discovered(fat_tree());
+        // Every port already holds a LID, from a high range nobody else uses.
+        let ends: Vec<PortIdx> = d.fabric.end_ports().collect();
+        for (i, &q) in ends.iter().enumerate() {
+            if let Some(pi) = d.ports[q].info.as_mut() {
+                pi.lid = Lid(1000 + i as u16);
+                d.fabric.port_mut(q).lid = pi.lid;
+            }
+        }
+        let kept = plan(&d, &mut LidStore::new(), &Params::default(), None).expect("a plan");
+        assert!(end_lids(&kept).iter().all(|(_, l)| l.0 >= 1000));
+        let p = Params {
+            reassign_lids: true,
+            ..Params::default()
+        };
+        let fresh = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        assert!(end_lids(&fresh).iter().all(|(_, l)| l.0 < 1000));
+        // A later plan of the same run keeps what the first gave.
+        let mut store = LidStore::new();
+        let first = plan(&d, &mut store, &p, None).expect("a plan");
+        let second = plan(&d, &mut store, &p, Some(&first)).expect("a plan");
+        assert_eq!(end_lids(&first), end_lids(&second));
+    }
+
+    #[test]
+    fn m_key_protection_and_link_speed_are_planned() {
+        let mut d = discovered(fat_tree());
+        // One port runs fewer speeds than it supports.
+        let slow = d
+            .fabric
+            .switches()
+            .flat_map(|n| d.fabric.node_ports(n))
+            .find(|&q| d.fabric.port(q).num != 0)
+            .expect("a switch port");
+        if let Some(pi) = d.ports[slow].info.as_mut() {
+            pi.link_speed_supported = 7;
+            pi.link_speed_enabled = 1;
+        }
+        let p = Params {
+            m_key: 0x77,
+            m_key_protect_bits: 2,
+            m_key_lease_period: 60,
+            ..Params::default()
+        };
+        let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        for (q, w) in plan.settings.iter_enumerated() {
+            let Some(w) = w else { continue };
+            if d.is_end_port(q) {
+                assert_eq!(
+                    (w.m_key, w.m_key_protect_bits, w.m_key_lease_period),
+                    (0x77, 2, 60)
+                );
+            }
+            let cur = d.port_info(q).expect("known");
+            let lse = if q == slow {
+                15
+            } else {
+                cur.link_speed_enabled
+            };
+            assert_eq!(w.link_speed_enabled, lse, "{q:?}");
+        }
+        let no_force = Params {
+            force_link_speed: 0,
+            ..Params::default()
+        };
+        let plan = super::plan(&d, &mut LidStore::new(), &no_force, None).expect("a plan");
+        assert_eq!(plan.settings[slow].expect("known").link_speed_enabled, 1);
+    }
+
+    #[test]
+    fn two_cas_cabled_back_to_back_are_planned_without_routes() {
+        let mut f = Fabric::new();
+        let a = f
+            .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x10), "a", 1))
+            .expect("node a");
+        let b = f
+            .add_node(NodeSpec::new(NodeKind::Ca, Guid(0x20), "b", 1))
+            .expect("node b");
+        let (pa, pb) = (
+            f.port_of(a, 1).expect("port"),
+            f.port_of(b, 1).expect("port"),
+        );
+        f.connect(pa, pb).expect("a cable");
+        let plan = plan(
+            &discovered(f),
+            &mut LidStore::new(),
+            &Params::default(),
+            None,
+        )
+        .expect("a plan without switches");
+        assert!(plan.routes.lft.is_empty());
+        assert_eq!(end_lids(&plan).len(), 2);
+        assert_eq!(plan.lids, 2);
+        assert!(plan.settings[pb].is_some());
     }
 }

@@ -232,7 +232,7 @@ pub(super) fn port_settings(
         ..*want
     };
     Some(SettingsSet {
-        data: settings_data(&want, armed)?,
+        data: settings_data(&want, cur, armed)?,
         armed,
         rereg,
     })
@@ -337,10 +337,11 @@ pub(super) fn on_answer(
     let ok = s.status == MadStatus::OK;
     match purpose {
         Purpose::SetPortInfo { port, armed: true } if !ok => {
-            let Some(data) = plan.settings[port]
-                .as_ref()
-                .and_then(|w| settings_data(w, false))
-            else {
+            let data = match (plan.settings[port].as_ref(), m.port_info(port)) {
+                (Some(w), Some(cur)) => settings_data(w, cur, false),
+                _ => None,
+            };
+            let Some(data) = data else {
                 return Answered::Failed(format!("{purpose:?}: status {:#06x}", s.status.0));
             };
             tracing::debug!(
@@ -406,7 +407,7 @@ pub(super) fn on_answer(
 
 /// The PortInfo Set that gives a port the settings of `want` (and moves it from INIT to
 /// ARMED with `armed`); everything that is not ours to change is "no change" or zero.
-fn settings_data(want: &port_info::Repr, armed: bool) -> Option<[u8; 64]> {
+fn settings_data(want: &port_info::Repr, cur: &port_info::Repr, armed: bool) -> Option<[u8; 64]> {
     let mut set = *want;
     set.port_state = if armed {
         PortState::Armed
@@ -415,7 +416,11 @@ fn settings_data(want: &port_info::Repr, armed: bool) -> Option<[u8; 64]> {
     };
     set.port_physical_state = PhysPortState::NoChange;
     set.link_width_enabled = 0;
-    set.link_speed_enabled = 0;
+    // The plan's LinkSpeedEnabled is what to write where it must change (0 elsewhere:
+    // "no change").
+    if set.link_speed_enabled == cur.link_speed_enabled {
+        set.link_speed_enabled = 0;
+    }
     set.link_down_default_state = port_info::LinkDownDefaultState::from_raw_value(0);
     emit_data(&set)
 }
@@ -427,6 +432,9 @@ fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
         && cur.master_sm_lid == want.master_sm_lid
         && cur.gid_prefix == want.gid_prefix
         && cur.m_key == want.m_key
+        && cur.m_key_protect_bits == want.m_key_protect_bits
+        && cur.m_key_lease_period == want.m_key_lease_period
+        && cur.link_speed_enabled == want.link_speed_enabled
         && cur.subnet_timeout == want.subnet_timeout
         && cur.neighbor_mtu == want.neighbor_mtu
         && cur.operational_vls == want.operational_vls
