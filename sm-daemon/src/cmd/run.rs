@@ -13,7 +13,7 @@ use sm_core::read_topology_str;
 use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
-use sm_daemon::transport::umad::{self, Outgoing, Umad};
+use sm_daemon::transport::umad::{self, Device, Outgoing};
 use sm_mad::Guid;
 use sm_sim::SimConfig;
 use tokio::runtime::Runtime;
@@ -641,8 +641,6 @@ fn replay(
 
 /// Heavy sweeps that fail in a row before `--once` gives up.
 const ONCE_ATTEMPTS: usize = 5;
-/// Received MADs handled in one go before the driver transmits again.
-const RECV_BATCH: usize = 256;
 
 /// The sender of a received MAD, as the SA answers it.
 fn requester(m: &umad::Incoming) -> Requester {
@@ -654,11 +652,12 @@ fn requester(m: &umad::Incoming) -> Requester {
     }
 }
 
-/// `ibsm run --umad`: the SM on a kernel umad port, driven by a current-thread runtime.
+/// `ibsm run --umad`: the SM on a kernel umad port.
 fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Result<()> {
     check_args(args)?;
-    let rt = runtime()?;
-    let mut hup = hangup_handler(&rt)?;
+    // Handlers first: a signal during start-up must not end the process as the default
+    // action would.
+    let signals = signal_thread()?;
     let setup = setup(args, cfg, 50)?;
     let lids = load_lids(args, &setup)?;
     let mut params = setup.params;
@@ -675,59 +674,104 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
         }
     })?;
     let args = &*args;
-    rt.block_on(drive_umad(args, port, params, lids, &mut hup, &mut dumps))
+    drive_umad(args, port, params, lids, &signals, &mut dumps)
 }
 
-/// The driver loop: received MADs -> `handle_mad`, sleep until `poll_timeout` ->
-/// `handle_timeout`, `poll_transmit` -> the I/O thread, events -> LID store, dumps, report.
-async fn drive_umad(
+/// A signal for the driver loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sig {
+    Stop,
+    Dump,
+    Hangup,
+}
+
+/// Installs the SIGINT / SIGTERM / SIGUSR1 / SIGHUP handlers and forwards each signal from
+/// a thread of its own, so the driver loop blocks only on the device.
+fn signal_thread() -> anyhow::Result<std::sync::mpsc::Receiver<Sig>> {
+    let rt = runtime()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut handlers = Vec::new();
+    {
+        let _rt = rt.enter();
+        for (kind, sig) in [
+            (SignalKind::interrupt(), Sig::Stop),
+            (SignalKind::terminate(), Sig::Stop),
+            (SignalKind::user_defined1(), Sig::Dump),
+            (SignalKind::hangup(), Sig::Hangup),
+        ] {
+            handlers.push((signal(kind).context("installing a signal handler")?, sig));
+        }
+    }
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                let mut futs = Vec::new();
+                for (mut h, sig) in handlers {
+                    let tx = tx.clone();
+                    futs.push(tokio::spawn(async move {
+                        while h.recv().await.is_some() {
+                            if tx.send(sig).is_err() {
+                                break;
+                            }
+                        }
+                    }));
+                }
+                for f in futs {
+                    let _ = f.await;
+                }
+            })
+        })
+        .context("starting the signal thread")?;
+    Ok(rx)
+}
+
+/// How long the driver waits on the device at most before it looks for signals.
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The driver loop, on one thread with the device: what the core transmits is written at
+/// once, the loop waits in poll() until a MAD arrives or the core's next deadline, every
+/// queued MAD goes to `handle_mad`, events go to the LID store, dumps and report.
+fn drive_umad(
     args: &Args,
     port: umad::PortDesc,
     params: Params,
     lids: LidStore,
-    hup: &mut Signal,
+    signals: &std::sync::mpsc::Receiver<Sig>,
     dumps: &mut Option<Dumps>,
 ) -> anyhow::Result<()> {
-    let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
-    let mut int = signal(SignalKind::interrupt()).context("installing SIGINT handler")?;
-    let mut usr1 = signal(SignalKind::user_defined1()).context("installing SIGUSR1 handler")?;
     // The kernel needs a timeout on requests to match their responses; the core keeps its
     // own deadline (and retries), so the kernel's is the same and it never retries.
     let req_timeout_ms = u32::try_from(params.smp_timeout.as_nanos().div_ceil(1_000_000))
         .unwrap_or(u32::MAX)
         .max(1);
     let wall = Instant::now();
-    let mut dev = Umad::open(port, umad::Options::default())?;
-    let clock = tokio::time::Instant::now();
+    let mut dev = Device::open(port, umad::Options::default())?;
+    let clock = Instant::now();
     let now = move || sm_daemon::core::Instant::from_nanos(clock.elapsed().as_nanos() as u64);
     let mut sm = Sm::new(params, lids);
     sm.start(now());
     let mut last: Option<SweepReport> = None;
     let mut failures = 0;
     let mut serving = false;
-    'run: loop {
+    let flush = |sm: &mut Sm, dev: &mut Device| {
         while let Some(t) = sm.poll_transmit_at(now()) {
-            let out = match t.gsi {
-                // An SA answer, back to the requester's QP.
-                Some(to) => {
-                    let mut o = Outgoing::gsi(t.dlid, to.qpn, to.sl, to.pkey_index, t.mad);
-                    // A Report: the kernel matches its ReportResp only to a send with a timeout.
-                    if t.expects_response {
-                        o.timeout_ms = req_timeout_ms;
-                    }
-                    o
-                }
-                None => {
-                    let timeout = if t.expects_response {
-                        req_timeout_ms
-                    } else {
-                        0
-                    };
-                    Outgoing::smp(t.dlid, &t.mad, timeout)
-                }
-            };
-            dev.send(out)?;
+            let out = outgoing(t, req_timeout_ms);
+            if let Err(e) = dev.send(&out) {
+                // The core's deadline covers a request that never left.
+                tracing::debug!(dlid = out.dlid.0, "umad write failed: {e}");
+            }
         }
+    };
+    'run: loop {
+        while let Ok(sig) = signals.try_recv() {
+            match sig {
+                Sig::Stop => break 'run,
+                Sig::Dump => dump_on_request(dumps, &sm),
+                Sig::Hangup => hangup_ignored(),
+            }
+        }
+        flush(&mut sm, &mut dev);
         while let Some(e) = sm.poll_event() {
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
@@ -766,39 +810,50 @@ async fn drive_umad(
         // deadline counted from then): a request queued before a long computation must
         // not expire before it was even sent.
         let t = now();
-        if sm.poll_timeout().is_some_and(|d| d <= t) {
+        let deadline = sm.poll_timeout();
+        if deadline.is_some_and(|d| d <= t) {
             sm.handle_timeout(t);
             continue;
         }
-        let wake = match sm.poll_timeout() {
-            Some(t) => clock + std::time::Duration::from_nanos(t.as_nanos()),
-            None => tokio::time::Instant::now() + std::time::Duration::from_secs(3600),
-        };
-        tokio::select! {
-            m = dev.recv() => {
-                let Some(m) = m else {
-                    bail!("the umad device stopped (see the log above)");
-                };
+        let wait = deadline.map_or(SIGNAL_CHECK, |d| (d - t).min(SIGNAL_CHECK));
+        let wait_ms = i32::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
+        if dev.wait_readable(wait_ms)? {
+            while let Some(m) = dev.try_recv()? {
                 sm.handle_mad_from(now(), requester(&m), &m.mad);
-                // Take what is already queued (a bounded batch) before transmitting again.
-                for _ in 0..RECV_BATCH {
-                    let Some(m) = dev.try_recv() else { break };
-                    sm.handle_mad_from(now(), requester(&m), &m.mad);
-                }
+                // Keep the pipeline full: what the answer freed goes out before the next.
+                flush(&mut sm, &mut dev);
             }
-            _ = tokio::time::sleep_until(wake) => sm.handle_timeout(now()),
-            _ = int.recv() => break,
-            _ = term.recv() => break,
-            _ = usr1.recv() => dump_on_request(dumps, &sm),
-            _ = hup.recv() => hangup_ignored(),
         }
     }
     tracing::info!("shutting down");
-    // Stop the I/O thread first: agents unregistered, IsSM released, device closed.
+    // Agents unregistered, IsSM released, device closed before the report.
     drop(dev);
     let marks = Marks {
         unreachable: unreachable_in_tables(&sm),
         ..Marks::default()
     };
     finish(args, &sm, dumps, last, wall, args.once, marks)
+}
+
+/// A core transmit as the device sends it.
+fn outgoing(t: sm_daemon::core::Transmit, req_timeout_ms: u32) -> Outgoing {
+    match t.gsi {
+        // An SA answer, back to the requester's QP.
+        Some(to) => {
+            let mut o = Outgoing::gsi(t.dlid, to.qpn, to.sl, to.pkey_index, t.mad);
+            // A Report: the kernel matches its ReportResp only to a send with a timeout.
+            if t.expects_response {
+                o.timeout_ms = req_timeout_ms;
+            }
+            o
+        }
+        None => {
+            let timeout = if t.expects_response {
+                req_timeout_ms
+            } else {
+                0
+            };
+            Outgoing::smp(t.dlid, &t.mad, timeout)
+        }
+    }
 }

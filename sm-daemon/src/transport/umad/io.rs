@@ -10,7 +10,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::header::{self, QP1_QKEY, SendHdr};
 use super::sys::{self, Read};
-use super::{Incoming, Outgoing};
+use super::{Device, Incoming, Outgoing, UmadError};
 
 /// The largest message accepted (a kernel-reassembled RMPP transfer); a longer one could be
 /// neither read nor skipped, so the thread stops.
@@ -20,12 +20,8 @@ const MAX_MESSAGE: usize = 4 << 20;
 const STOP_CHECK_MS: i32 = 20;
 
 pub(super) struct Worker {
-    pub(super) file: sys::UmadFile,
-    /// Held for the thread's life: IsSM stays set until it is dropped.
-    pub(super) issm: Option<sys::IsSm>,
-    pub(super) hdr_len: usize,
-    /// Agent id per management class.
-    pub(super) classes: Vec<(u8, u32)>,
+    /// Taken by the thread; dropped when it ends (IsSM first, then the agents and file).
+    pub(super) dev: Option<Device>,
     /// Taken by the writer thread.
     pub(super) out_rx: Option<std::sync::mpsc::Receiver<Outgoing>>,
     pub(super) in_tx: tokio::sync::mpsc::Sender<Incoming>,
@@ -38,14 +34,84 @@ enum Exit {
     Failed(String),
 }
 
+/// What one read gave.
+pub(super) enum Got {
+    Message(Incoming),
+    /// A message to drop (a timed-out request, a short one).
+    Skipped,
+    Empty,
+}
+
+/// Reads one message, growing `buf` for a long one (a kernel-reassembled RMPP transfer).
+pub(super) fn read_one(
+    file: &sys::UmadFile,
+    hdr_len: usize,
+    buf: &mut Vec<u8>,
+) -> Result<Got, UmadError> {
+    loop {
+        match file.read(buf).map_err(UmadError::Io)? {
+            Read::Data(n) => {
+                return Ok(match parse_message(&buf[..n], hdr_len) {
+                    Some(m) => Got::Message(m),
+                    None => Got::Skipped,
+                });
+            }
+            Read::Empty => return Ok(Got::Empty),
+            Read::TooSmall => match header::wanted_len(buf, hdr_len) {
+                Some(n) if n <= MAX_MESSAGE && n > buf.len() => buf.resize(n, 0),
+                other => {
+                    return Err(UmadError::Io(std::io::Error::other(format!(
+                        "a queued message of {other:?} bytes cannot be read"
+                    ))));
+                }
+            },
+        }
+    }
+}
+
+/// Writes one MAD with the header its agent needs; `msg` is scratch.
+pub(super) fn transmit(
+    file: &sys::UmadFile,
+    hdr_len: usize,
+    classes: &[(u8, u32)],
+    o: &Outgoing,
+    msg: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    let Some(class) = sm_mad::mad::peek_class(&o.mad) else {
+        tracing::debug!("refusing to send a MAD without a header");
+        return Ok(());
+    };
+    let class = u8::from(class);
+    let Some(&(_, agent)) = classes.iter().find(|(c, _)| *c == class) else {
+        tracing::debug!(class, "no agent registered for this class; MAD not sent");
+        return Ok(());
+    };
+    let smi = o.qpn == 0;
+    let h = SendHdr {
+        agent,
+        timeout_ms: o.timeout_ms,
+        retries: 0,
+        qpn: o.qpn,
+        qkey: if smi { 0 } else { QP1_QKEY },
+        dlid: o.dlid.0,
+        sl: o.sl,
+        pkey_index: o.pkey_index,
+    };
+    msg.clear();
+    msg.resize(hdr_len, 0);
+    header::emit_send(&h, hdr_len, o.mad.len(), msg);
+    msg.extend_from_slice(&o.mad);
+    file.write(msg)
+}
+
 impl Worker {
     pub(super) fn run(mut self) {
-        match self.serve() {
+        let Some(dev) = self.dev.take() else { return };
+        match self.serve(&dev) {
             Exit::Stopped => tracing::debug!("umad I/O thread stopping"),
             Exit::Failed(e) => tracing::error!("umad I/O thread stopped: {e}"),
         }
-        // Drop order: IsSM first (an SM that stops is no SM), then the agents and the file.
-        drop(self.issm.take());
+        drop(dev);
         tracing::debug!("umad agents unregistered, device closed");
     }
 
@@ -53,20 +119,15 @@ impl Worker {
     /// and writes on one umad fd may run at once, on a kernel and under the shim) and each
     /// blocks in its own wait, so a MAD is handed on the moment it arrives or is queued,
     /// without polling.
-    fn serve(&mut self) -> Exit {
+    fn serve(&mut self, dev: &Device) -> Exit {
         let Some(out_rx) = self.out_rx.take() else {
             return Exit::Failed("no outgoing channel".into());
-        };
-        let sender = Sender {
-            file: &self.file,
-            hdr_len: self.hdr_len,
-            classes: &self.classes,
         };
         let stop = &self.stop;
         let reader = &*self;
         std::thread::scope(|s| {
-            let writer = s.spawn(move || sender.write_loop(out_rx, stop));
-            let read = reader.read_loop();
+            let writer = s.spawn(move || write_loop(dev, out_rx, stop));
+            let read = reader.read_loop(dev);
             stop.store(true, Ordering::Relaxed);
             let write = writer
                 .join()
@@ -79,42 +140,32 @@ impl Worker {
     }
 
     /// Waits on the device and hands every message on.
-    fn read_loop(&self) -> Exit {
-        let mut buf = vec![0u8; self.hdr_len + 256];
+    fn read_loop(&self, dev: &Device) -> Exit {
+        let mut buf = vec![0u8; dev.hdr_len + 256];
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Exit::Stopped;
             }
             loop {
-                match self.file.read(&mut buf) {
-                    Ok(Read::Data(n)) => {
-                        if !self.deliver(&buf[..n]) {
+                match read_one(&dev.file, dev.hdr_len, &mut buf) {
+                    Ok(Got::Message(m)) => {
+                        if !self.deliver(m) {
                             return Exit::Stopped;
                         }
                     }
-                    Ok(Read::Empty) => break,
-                    Ok(Read::TooSmall) => match header::wanted_len(&buf, self.hdr_len) {
-                        Some(n) if n <= MAX_MESSAGE && n > buf.len() => buf.resize(n, 0),
-                        other => {
-                            return Exit::Failed(format!(
-                                "a queued message of {other:?} bytes cannot be read"
-                            ));
-                        }
-                    },
-                    Err(e) => return Exit::Failed(format!("reading the umad device: {e}")),
+                    Ok(Got::Skipped) => {}
+                    Ok(Got::Empty) => break,
+                    Err(e) => return Exit::Failed(e.to_string()),
                 }
             }
-            if let Err(e) = self.file.wait_readable(STOP_CHECK_MS) {
+            if let Err(e) = dev.file.wait_readable(STOP_CHECK_MS) {
                 return Exit::Failed(format!("poll on the umad device: {e}"));
             }
         }
     }
 
-    /// Validates one received message and hands it on; false when the receiver is gone.
-    fn deliver(&self, buf: &[u8]) -> bool {
-        let Some(m) = parse_message(buf, self.hdr_len) else {
-            return true;
-        };
+    /// Hands one received message on; false when the receiver is gone.
+    fn deliver(&self, m: Incoming) -> bool {
         match self.in_tx.try_send(m) {
             Ok(()) => true,
             Err(TrySendError::Full(_)) => {
@@ -126,60 +177,30 @@ impl Worker {
     }
 }
 
-/// The writing half: what the writer thread needs of the worker.
-struct Sender<'a> {
-    file: &'a sys::UmadFile,
-    hdr_len: usize,
-    classes: &'a [(u8, u32)],
-}
-
-impl Sender<'_> {
-    /// Waits on the outgoing channel and writes every MAD.
-    fn write_loop(&self, out_rx: std::sync::mpsc::Receiver<Outgoing>, stop: &AtomicBool) -> Exit {
-        let mut msg = Vec::with_capacity(self.hdr_len + 256);
-        let step = Duration::from_millis(STOP_CHECK_MS as u64);
-        loop {
-            match out_rx.recv_timeout(step) {
-                Ok(o) => self.transmit(&o, &mut msg),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    stop.store(true, Ordering::Relaxed);
-                    return Exit::Stopped;
+/// The writer thread: waits on the outgoing channel and writes every MAD.
+fn write_loop(
+    dev: &Device,
+    out_rx: std::sync::mpsc::Receiver<Outgoing>,
+    stop: &AtomicBool,
+) -> Exit {
+    let mut msg = Vec::with_capacity(dev.hdr_len + 256);
+    let step = Duration::from_millis(STOP_CHECK_MS as u64);
+    loop {
+        match out_rx.recv_timeout(step) {
+            Ok(o) => {
+                if let Err(e) = transmit(&dev.file, dev.hdr_len, &dev.classes, &o, &mut msg) {
+                    // The core's deadline covers a request that never left.
+                    tracing::debug!(dlid = o.dlid.0, "umad write failed: {e}");
                 }
             }
-            if stop.load(Ordering::Relaxed) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                stop.store(true, Ordering::Relaxed);
                 return Exit::Stopped;
             }
         }
-    }
-
-    fn transmit(&self, o: &Outgoing, msg: &mut Vec<u8>) {
-        let Some(&class) = o.mad.get(1) else {
-            tracing::debug!("refusing to send an empty MAD");
-            return;
-        };
-        let Some(&(_, agent)) = self.classes.iter().find(|(c, _)| *c == class) else {
-            tracing::debug!(class, "no agent registered for this class; MAD not sent");
-            return;
-        };
-        let smi = o.qpn == 0;
-        let h = SendHdr {
-            agent,
-            timeout_ms: o.timeout_ms,
-            retries: 0,
-            qpn: o.qpn,
-            qkey: if smi { 0 } else { QP1_QKEY },
-            dlid: o.dlid.0,
-            sl: o.sl,
-            pkey_index: o.pkey_index,
-        };
-        msg.clear();
-        msg.resize(self.hdr_len, 0);
-        header::emit_send(&h, self.hdr_len, o.mad.len(), msg);
-        msg.extend_from_slice(&o.mad);
-        if let Err(e) = self.file.write(msg) {
-            // The core's deadline covers a request that never left.
-            tracing::debug!(dlid = o.dlid.0, "umad write failed: {e}");
+        if stop.load(Ordering::Relaxed) {
+            return Exit::Stopped;
         }
     }
 }

@@ -4,15 +4,17 @@
 //! - `sys.rs`: every `unsafe` libc call (open, close, read, write, poll, ioctl), nothing else.
 //! - `header.rs`: the kernel's message header and agent registration request as bytes.
 //! - [`device`]: which device and port, from sysfs.
-//! - `io.rs`: the blocking I/O threads (a reader and a writer) that own the device.
+//! - `io.rs`: reading and writing one message; the I/O threads of [`Umad`].
 //!
-//! [`Umad::open`] opens the device, registers the agents (SMI classes 0x81 and 0x01 on QP0, SA
-//! class 0x03 on QP1), holds `issmN` so that traps reach us, and starts the I/O thread. The
-//! async side then [`Umad::send`]s [`Outgoing`] MADs and [`Umad::recv`]s [`Incoming`] ones
-//! over channels. Dropping the [`Umad`] stops the thread, unregisters the agents and closes
-//! both files.
+//! [`Device::open`] opens the device, registers the agents (SMI classes 0x81 and 0x01 on QP0,
+//! SA class 0x03 on QP1) and holds `issmN` so that traps reach us. The SM drives a
+//! [`Device`] from one thread: write what the core transmits, wait in poll() until a MAD
+//! arrives or the core's next deadline, read everything queued. [`Umad::open`] puts a
+//! device behind I/O threads for async callers (`ibsm events`): they [`Umad::send`]
+//! [`Outgoing`] MADs and [`Umad::recv`] [`Incoming`] ones over channels. Dropping either
+//! unregisters the agents and closes both files.
 //!
-//! The I/O works the same on both back ends, on two threads sharing the file: the reader
+//! The threaded I/O works the same on both back ends, on two threads sharing the file: the reader
 //! waits in poll() on the umad fd and drains every readable MAD (the shim's read never
 //! blocks and returns -11 when empty; a real kernel's non-blocking read returns EAGAIN); the
 //! writer waits on the outgoing channel and writes each MAD as it comes. Neither polls: a
@@ -59,6 +61,8 @@ pub enum UmadError {
     Thread(std::io::Error),
     #[error("the umad I/O thread has stopped")]
     Closed,
+    #[error("umad device: {0}")]
+    Io(std::io::Error),
 }
 
 /// A MAD received from the device.
@@ -204,24 +208,28 @@ fn agents(opts: &Options) -> Vec<header::AgentReq> {
     v
 }
 
-/// The open device and its I/O thread.
+/// An open device: the file, its agents, IsSM. Blocking and single-threaded: the SM's
+/// driver owns one and does all its I/O on one thread ([`Device::send`],
+/// [`Device::wait_readable`], [`Device::try_recv`]), so no MAD crosses a thread on its way
+/// (handing each MAD between threads cost more than the I/O itself). [`Umad`] wraps one in
+/// I/O threads for async callers.
 #[derive(Debug)]
-pub struct Umad {
+pub struct Device {
     port: PortDesc,
+    /// Dropped first: an SM that stops is no SM.
+    _issm: Option<sys::IsSm>,
+    file: sys::UmadFile,
     hdr_len: usize,
-    tx: std::sync::mpsc::Sender<Outgoing>,
-    rx: tokio::sync::mpsc::Receiver<Incoming>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    /// Agent id per management class.
+    classes: Vec<(u8, u32)>,
+    /// Send and receive scratch.
+    out: Vec<u8>,
+    buf: Vec<u8>,
 }
 
-/// Received MADs buffered toward the async side; beyond this the I/O thread drops them
-/// (the core retries its own requests), so a flood cannot grow memory.
-const INCOMING_QUEUE: usize = 8192;
-
-impl Umad {
-    /// Opens `port`'s umad device, registers the agents, takes IsSM and starts the thread.
-    pub fn open(port: PortDesc, opts: Options) -> Result<Umad, UmadError> {
+impl Device {
+    /// Opens `port`'s umad device, registers the agents and takes IsSM.
+    pub fn open(port: PortDesc, opts: Options) -> Result<Device, UmadError> {
         let umad = port.umad;
         let mut file =
             sys::UmadFile::open(umad).map_err(|source| UmadError::Open { umad, source })?;
@@ -262,23 +270,84 @@ impl Umad {
         } else {
             None
         };
+        tracing::info!(port = %port, header = hdr_len, "umad device open");
+        Ok(Device {
+            port,
+            _issm: issm,
+            file,
+            hdr_len,
+            classes,
+            out: Vec::with_capacity(hdr_len + 256),
+            buf: vec![0u8; hdr_len + 256],
+        })
+    }
+
+    /// The port this runs on.
+    pub fn port(&self) -> &PortDesc {
+        &self.port
+    }
+
+    /// The umad header size in use (56 or 64).
+    pub fn header_len(&self) -> usize {
+        self.hdr_len
+    }
+
+    /// Writes one MAD. A MAD of a class no agent was registered for is dropped.
+    pub fn send(&mut self, o: &Outgoing) -> std::io::Result<()> {
+        io::transmit(&self.file, self.hdr_len, &self.classes, o, &mut self.out)
+    }
+
+    /// Waits until a MAD can be read or `timeout_ms` passed; true when readable.
+    pub fn wait_readable(&self, timeout_ms: i32) -> Result<bool, UmadError> {
+        self.file.wait_readable(timeout_ms).map_err(UmadError::Io)
+    }
+
+    /// The next received MAD, without blocking; `None` when none is queued. Messages to
+    /// drop (timed-out requests, short ones) are skipped.
+    pub fn try_recv(&mut self) -> Result<Option<Incoming>, UmadError> {
+        loop {
+            match io::read_one(&self.file, self.hdr_len, &mut self.buf)? {
+                io::Got::Message(m) => return Ok(Some(m)),
+                io::Got::Skipped => continue,
+                io::Got::Empty => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The open device and its I/O thread (for async callers).
+#[derive(Debug)]
+pub struct Umad {
+    port: PortDesc,
+    hdr_len: usize,
+    tx: std::sync::mpsc::Sender<Outgoing>,
+    rx: tokio::sync::mpsc::Receiver<Incoming>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Received MADs buffered toward the async side; beyond this the I/O thread drops them
+/// (the core retries its own requests), so a flood cannot grow memory.
+const INCOMING_QUEUE: usize = 8192;
+
+impl Umad {
+    /// Opens `port`'s umad device, registers the agents, takes IsSM and starts the thread.
+    pub fn open(port: PortDesc, opts: Options) -> Result<Umad, UmadError> {
+        let dev = Device::open(port.clone(), opts)?;
+        let hdr_len = dev.hdr_len;
         let (tx, out_rx) = std::sync::mpsc::channel();
         let (in_tx, rx) = tokio::sync::mpsc::channel(INCOMING_QUEUE);
         let stop = Arc::new(AtomicBool::new(false));
         let worker = io::Worker {
-            file,
-            issm,
-            hdr_len,
-            classes,
+            dev: Some(dev),
             out_rx: Some(out_rx),
             in_tx,
             stop: stop.clone(),
         };
         let thread = std::thread::Builder::new()
-            .name(format!("umad{umad}"))
+            .name(format!("umad{}", port.umad))
             .spawn(move || worker.run())
             .map_err(UmadError::Thread)?;
-        tracing::info!(port = %port, header = hdr_len, "umad device open");
         Ok(Umad {
             port,
             hdr_len,
