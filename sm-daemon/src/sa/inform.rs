@@ -36,18 +36,19 @@
 //! TID, until a ReportResp with its TID comes back, at most `report_retries` times, every
 //! `report_timeout`. A ReportResp gets no answer.
 
-use sm_core::fabric::PortIdx;
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
+
+use sm_core::fabric::PortIdx;
 
 use sm_core::mcast::{has_pkey, share_pkey};
 use sm_mad::inform_info::{self, ALL_LIDS, ALL_TRAPS};
 use sm_mad::notice::{self, Kind};
-use sm_mad::{Gid, Method, Tid, attr, inform_info_record as iir, sa};
+use sm_mad::{Gid, Method, Tid, attr, inform_info_record as iir, mad, sa};
 
 use super::db::Db;
 use super::records::{HResult, Out, Query};
 use super::{Requester, State};
-use std::time::Duration;
 
 use crate::core::time::Instant;
 
@@ -399,7 +400,7 @@ impl Reports {
             }
             p.tries_left -= 1;
             let new = self.tid();
-            p.mad[8..16].copy_from_slice(&u64::from(new).to_be_bytes());
+            mad::field::TID.set(&mut p.mad, Tid(u64::from(new)));
             p.deadline = now + timeout;
             self.deadlines.insert((p.deadline, new));
             self.stats.resent += 1;

@@ -197,8 +197,6 @@ pub enum Answer {
 
 type Key = (Lid, u64);
 
-/// Bytes of the common MAD header.
-const MAD_HEADER_LEN: usize = 24;
 
 #[derive(Debug)]
 struct Transfer {
@@ -282,9 +280,7 @@ pub struct Server {
 }
 
 fn tid_of(m: &[u8]) -> u64 {
-    m.get(8..16)
-        .and_then(|b| <[u8; 8]>::try_from(b).ok())
-        .map_or(0, u64::from_be_bytes)
+    mad::peek_tid(m).map_or(0, |t| t.0)
 }
 
 impl Server {
@@ -553,7 +549,7 @@ impl Server {
 
     /// A class-0x03 MAD from `from` (never panics, whatever the bytes).
     pub fn handle_mad(&mut self, now: Instant, from: Requester, m: &[u8]) {
-        if m.len() < MAD_HEADER_LEN || m[1] != MgmtClass::SubnAdm.to_raw_value() {
+        if m.len() < mad::LEN || mad::peek_class(m) != Some(MgmtClass::SubnAdm) {
             tracing::debug!(len = m.len(), slid = %from.lid, "SA: not an SA MAD; dropped");
             self.stats.dropped += 1;
             return;
@@ -876,14 +872,16 @@ fn answer(
     from: Requester,
     req: &[u8],
 ) -> Option<Answer> {
-    if req.len() < MAD_HEADER_LEN {
+    if req.len() < mad::LEN {
         return None;
     }
     let mut head = [0u8; 256];
     let n = req.len().min(256);
     head[..n].copy_from_slice(&req[..n]);
-    let method = Method::from_raw_value(head[3]);
-    if head[0] != mad::BASE_VERSION || head[2] != sa::CLASS_VERSION {
+    let method = mad::field::METHOD.get(&head);
+    if mad::field::BASE_VERSION.get(&head) != mad::BASE_VERSION
+        || mad::field::CLASS_VERSION.get(&head) != sa::CLASS_VERSION
+    {
         return Some(error(&head, MadStatus::BAD_VERSION));
     }
     if !matches!(
