@@ -32,7 +32,10 @@ struct Pending<P> {
     purpose: P,
     dlid: Lid,
     mad: [u8; 256],
-    deadline: Instant,
+    /// When it was queued (the deadline of a shell on virtual time counts from then).
+    queued_at: Instant,
+    /// Set when the transport takes it; `None` while it waits in `out`.
+    deadline: Option<Instant>,
     tries_left: u32,
 }
 
@@ -120,22 +123,20 @@ impl<P> Requests<P> {
         mad: [u8; 256],
         tries_left: u32,
     ) {
-        let deadline = now + self.timeout;
         self.out.push_back(Transmit {
             dlid,
             mad: mad.to_vec(),
             expects_response: true,
             gsi: None,
         });
-        self.counts.sent += 1;
-        self.deadlines.insert((deadline, tid));
         self.inflight.insert(
             tid,
             Pending {
                 purpose,
                 dlid,
                 mad,
-                deadline,
+                queued_at: now,
+                deadline: None,
                 tries_left,
             },
         );
@@ -144,7 +145,9 @@ impl<P> Requests<P> {
     /// The request an answer belongs to, removed from the table.
     pub(crate) fn complete(&mut self, tid: Tid) -> Option<P> {
         let p = self.inflight.remove(&tid.low32())?;
-        self.deadlines.remove(&(p.deadline, tid.low32()));
+        if let Some(d) = p.deadline {
+            self.deadlines.remove(&(d, tid.low32()));
+        }
         Some(p.purpose)
     }
 
@@ -177,7 +180,6 @@ impl<P> Requests<P> {
 
     /// A MAD that expects no answer (responses, TrapRepress, traps).
     pub(crate) fn send_unsolicited(&mut self, dlid: Lid, mad: [u8; 256]) {
-        self.counts.sent += 1;
         self.out.push_back(Transmit {
             dlid,
             mad: mad.to_vec(),
@@ -186,24 +188,28 @@ impl<P> Requests<P> {
         });
     }
 
+    /// The next MAD for the transport; a request's deadline counts from when it was
+    /// queued (a shell on virtual time, where queueing and sending are the same instant).
     pub(crate) fn poll_transmit(&mut self) -> Option<Transmit> {
-        self.out.pop_front()
+        self.take(None)
     }
 
     /// Like `poll_transmit`, for a shell on a real clock: a request's deadline then counts
     /// from `now`, when it is handed to the transport, not from when the core queued it (a
     /// long computation in between, such as routing, would otherwise expire it unsent).
     pub(crate) fn poll_transmit_at(&mut self, now: Instant) -> Option<Transmit> {
+        self.take(Some(now))
+    }
+
+    fn take(&mut self, now: Option<Instant>) -> Option<Transmit> {
         let t = self.out.pop_front()?;
+        self.counts.sent += 1;
         if t.expects_response {
             let tid = mad::peek_tid(&t.mad).map_or(0, Tid::low32);
-            let fresh = now + self.timeout;
             if let Some(p) = self.inflight.get_mut(&tid) {
-                if p.deadline < fresh {
-                    self.deadlines.remove(&(p.deadline, tid));
-                    self.deadlines.insert((fresh, tid));
-                    p.deadline = fresh;
-                }
+                let deadline = now.unwrap_or(p.queued_at) + self.timeout;
+                p.deadline = Some(deadline);
+                self.deadlines.insert((deadline, tid));
             }
         }
         Some(t)
@@ -218,10 +224,12 @@ impl<P> Requests<P> {
         self.inflight.len()
     }
 
-    /// Forgets everything outstanding (a new sweep starts over).
+    /// Forgets everything outstanding (a new sweep starts over). What the transport has
+    /// not taken yet is dropped too.
     pub(crate) fn clear(&mut self) {
         self.inflight.clear();
         self.deadlines.clear();
+        self.out.retain(|t| !t.expects_response);
     }
 }
 
@@ -248,13 +256,17 @@ mod tests {
         assert_eq!(r.complete(tid_of(&a)), Some(0));
         assert!(r.has_room());
         r.send(at(10), 2, Lid(1), [0; 256], 1);
+        assert!(r.poll_transmit().is_some(), "the third goes out");
         // b times out: one retry with a new TID, then lost.
         assert!(r.expire(at(100)).is_empty());
         assert_eq!(r.counts.retried, 1);
+        assert!(r.poll_transmit().is_some(), "b's retry");
         assert_eq!(r.complete(tid_of(&b)), None, "old TID no longer matches");
         // b's retry is lost; c (sent at 10) gets its one retry.
         assert_eq!(r.expire(at(1_000)), vec![1]);
+        assert!(r.poll_transmit().is_some(), "c's retry");
         assert_eq!(r.expire(at(2_000)), vec![2]);
+        assert_eq!(r.counts.sent, 5);
         assert_eq!(r.counts.lost, 2);
         assert_eq!(r.in_flight(), 0);
     }
