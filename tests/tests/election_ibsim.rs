@@ -79,14 +79,14 @@ fn sminfo(sim: &Ibsim, host: &str, lid: Option<u16>) -> (Guid, String) {
         .split("sm guid ")
         .nth(1)
         .and_then(|r| r.split(',').next())
-        .and_then(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok())
+        .and_then(|g| g.trim().parse::<Guid>().ok())
         .unwrap_or_else(|| panic!("sminfo: {text}{}", String::from_utf8_lossy(&out.stderr)));
     let state = text
         .split_whitespace()
         .last()
         .unwrap_or_default()
         .to_string();
-    (Guid(guid), state)
+    (guid, state)
 }
 
 /// The fabric as ibnetdiscover (run from the default node) sees it.

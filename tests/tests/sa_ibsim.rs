@@ -377,8 +377,7 @@ fn check(case: Case) {
     // NodeRecords against the fabric itself.
     for (q, x) in qs.iter().zip(&xa).filter(|(q, _)| q.0 == "NodeRecord") {
         let r = &records(x)[0];
-        let g: Guid =
-            Guid(u64::from_str_radix(r["port_guid"].trim_start_matches("0x"), 16).unwrap());
+        let g: Guid = r["port_guid"].parse().unwrap();
         let p = topo
             .port_by_guid(g)
             .unwrap_or_else(|| panic!("{}: port {g} not in the fabric", q.1));
