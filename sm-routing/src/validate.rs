@@ -49,7 +49,7 @@ use sm_core::NodeKind;
 use sm_core::dump::NO_ROUTE;
 use sm_mad::{Guid, Lid};
 
-use crate::engine::Routes;
+use crate::routes::Routes;
 use crate::topo::{Dest, SwIdx, Topo};
 use crate::walk::{BLOCK, Block, Col, Fate, NONE, Target, Tracer, Wiring};
 
