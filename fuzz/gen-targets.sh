@@ -41,8 +41,9 @@ sm_info_record        sm_info_record                view
 guid_info_record      guid_info_record              view
 '
 
-# Targets written by hand: the MAD layers that dispatch to the structures above, and RMPP.
-HAND_WRITTEN='smp sa rmpp_receiver rmpp_sender'
+# Targets written by hand: the MAD layers that dispatch to the structures above, RMPP, and
+# the GUID text parser.
+HAND_WRITTEN='smp sa rmpp_receiver rmpp_sender guid_text'
 
 mkdir -p fuzz_targets
 names=""

@@ -468,13 +468,12 @@ mod hex64 {
                 f.write_str("a 64-bit number as a string (\"0x...\") or a non-negative integer")
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<u64, E> {
-                // No C octal here: "00021234" would silently be another GUID.
-                let t = s.trim();
-                let n = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                    Some(h) => u64::from_str_radix(h, 16),
-                    None => t.parse(),
-                };
-                n.map_err(|_| E::invalid_value(Unexpected::Str(s), &self))
+                // Keys and prefixes are written as GUIDs are (hex, or decimal without C's
+                // octal: "00021234" would silently be another GUID).
+                s.trim()
+                    .parse::<sm_mad::Guid>()
+                    .map(u64::from)
+                    .map_err(|_| E::invalid_value(Unexpected::Str(s), &self))
             }
             fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
                 Ok(v)
@@ -537,6 +536,10 @@ mod tests {
         assert_eq!(e.key.as_deref(), Some("sm.m_key"));
         let e = parse("[sm]\nm_key = -1\n").unwrap_err();
         assert_eq!(e.key.as_deref(), Some("sm.m_key"));
+        let c = parse("[sm]\nport_guid = \"0002:c903:0000:1234\"\n").unwrap();
+        assert_eq!(c.sm.port_guid, Some(0x0002_c903_0000_1234));
+        let e = parse("[sm]\nport_guid = \"0x+1\"\n").unwrap_err();
+        assert_eq!(e.key.as_deref(), Some("sm.port_guid"));
     }
 
     #[test]

@@ -312,7 +312,9 @@ impl LidStore {
                 }
                 .map_err(|_| err(line, format!("{what}: \"{s}\" is not a number")))
             };
-            let guid = Guid(num(f[0], "guid")?);
+            let guid: Guid = f[0]
+                .parse()
+                .map_err(|e| err(line, format!("guid: \"{}\" is not a GUID: {e}", f[0])))?;
             let (lo, hi) = (num(f[1], "min lid")?, num(f[2], "max lid")?);
             if lo == 0 || hi > MAX_UNICAST as u64 || lo > hi {
                 return Err(err(
@@ -520,6 +522,8 @@ mod tests {
             ("0x1 0x2 0x4\n", 1),
             ("0x1 0x0 0x0\n", 1),
             ("0x1 0xc000 0xc000\n", 1),
+            ("0x1 0x1 0x1\n0xg 0x2 0x2\n", 2),
+            ("0x+1 0x1 0x1\n", 1),
         ];
         for (text, line) in cases {
             let e = LidStore::from_guid2lid(text, p).unwrap_err();

@@ -83,7 +83,7 @@ fn tables_match_opensm() {
     let mut checked = 0;
     for s in sections(&text) {
         let words: Vec<&str> = s.head.split_whitespace().collect();
-        let guid = Guid(u64::from_str_radix(words[1].trim_start_matches("0x"), 16).unwrap());
+        let guid = words[1].parse::<Guid>().unwrap();
         let port = match words[0] {
             "end" => fabric.port_by_guid(guid).unwrap(),
             _ => {

@@ -1,4 +1,4 @@
-//! Topology reader and writer against files that real tools produced or ship.
+//! Topology reader and writer against our fabric files and files that real tools produced.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -9,20 +9,25 @@ use sm_core::topo::{TopoErrorKind, WriteOptions, write_ibnetdiscover};
 use sm_core::{read_topology, read_topology_str};
 use sm_mad::{Guid, Lid};
 
-const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
+/// The workspace's own small fabric files (shared with the other crates' tests).
+fn testdata(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata")
+        .join(name)
+}
 
-fn examples() -> Vec<PathBuf> {
-    let dir = Path::new(EXAMPLES);
-    assert!(
-        dir.is_dir(),
-        "{EXAMPLES} is missing: install ibsim-utils (apt-get install ibsim-utils), or run .ci/run"
-    );
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+/// Every net file we keep: the shared ones and the fat-tree and 64-LID fabrics the dumps
+/// were captured on.
+fn net_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(testdata(""))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("net"))
+        .filter(|p| p.extension().is_some_and(|e| e == "net"))
         .collect();
     v.sort();
+    assert!(v.len() >= 4, "{v:?}");
+    v.push(data("dumps/net.fattree-3leaf"));
+    v.push(data("dumps/net.top64"));
     v
 }
 
@@ -73,8 +78,8 @@ fn round_trip(f: &Fabric) {
 }
 
 #[test]
-fn shipped_ibsim_examples_parse_and_round_trip() {
-    for path in examples() {
+fn net_files_parse_and_round_trip() {
+    for path in net_files() {
         let t = read_topology(&path).unwrap_or_else(|e| panic!("{e}"));
         let c = t.fabric.counts();
         assert!(c.switches >= 1 && c.cas >= 2, "{}: {c:?}", path.display());
@@ -89,8 +94,9 @@ fn shipped_ibsim_examples_parse_and_round_trip() {
 #[test]
 fn ibsim_guid_assignment_is_reproduced() {
     // ibsim numbers switches from 0x200000 and CAs from 0x100000 (each CA reserving
-    // ports + 1 GUIDs); the dump taken from ibsim shows the GUIDs it really gave.
-    let net = read_topology(&Path::new(EXAMPLES).join("net.2sw2path4hca2port")).unwrap();
+    // ports + 1 GUIDs); the dump taken from ibsim on this fabric shows the GUIDs it really
+    // gave (our file names the nodes differently, which does not change their numbers).
+    let net = read_topology(&testdata("2sw-2path-2ca-2port.net")).unwrap();
     let dump = read_topology(&data("ibnetdiscover-2sw2path4hca2port.txt")).unwrap();
     let guids = |f: &Fabric| {
         let mut g: Vec<(Guid, NodeKind)> = f.nodes().iter().map(|n| (n.guid, n.kind)).collect();

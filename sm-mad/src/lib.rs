@@ -60,7 +60,7 @@ pub mod vl_arb_record;
 pub use bits::{Bytes, Field, WireScalar, WireValue};
 pub use error::{Error, Result, RmppError};
 pub use mad::{MadStatus, Method, MgmtClass};
-pub use types::{Gid, Guid, Lid, PKey, PortNum, Sl, Tid, Vl};
+pub use types::{Gid, Guid, Lid, PKey, ParseGuidError, PortNum, Sl, Tid, Vl};
 
 /// Size of every MAD on the wire (UD QP0/QP1 payload).
 pub const MAD_LEN: usize = 256;

@@ -1,7 +1,7 @@
 //! The common MAD header (IBA 13.4.2): 24 bytes at the start of every MAD.
 
 use crate::bits::{wire_enum, wire_struct};
-use crate::{Error, Result, Tid};
+use crate::{Error, MAD_LEN, Result, Tid};
 
 wire_enum! {
     /// Management class (byte 1 of the header).
@@ -179,6 +179,58 @@ wire_struct! {
     }
 }
 
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Management class (byte 1).
+    #[inline]
+    pub fn mgmt_class(&self) -> MgmtClass {
+        self.get(field::MGMT_CLASS)
+    }
+
+    /// Method, with the response bit.
+    #[inline]
+    pub fn method(&self) -> Method {
+        self.get(field::METHOD)
+    }
+
+    /// Status.
+    #[inline]
+    pub fn status(&self) -> MadStatus {
+        self.get(field::STATUS)
+    }
+
+    /// Transaction id.
+    #[inline]
+    pub fn tid(&self) -> Tid {
+        self.get(field::TID)
+    }
+
+    /// Attribute id.
+    #[inline]
+    pub fn attr_id(&self) -> u16 {
+        self.get(field::ATTR_ID)
+    }
+
+    /// Attribute modifier.
+    #[inline]
+    pub fn attr_mod(&self) -> u32 {
+        self.get(field::ATTR_MOD)
+    }
+}
+
+/// A whole MAD always holds the header, so this view needs no length check.
+impl<'a> From<&'a [u8; MAD_LEN]> for Packet<&'a [u8; MAD_LEN]> {
+    fn from(mad: &'a [u8; MAD_LEN]) -> Self {
+        Packet::new_unchecked(mad)
+    }
+}
+
+/// A whole MAD always holds the header, so this view needs no length check.
+impl<'a> From<&'a mut [u8; MAD_LEN]> for Packet<&'a mut [u8; MAD_LEN]> {
+    fn from(mad: &'a mut [u8; MAD_LEN]) -> Self {
+        Packet::new_unchecked(mad)
+    }
+}
+
 impl Repr {
     /// A request header of `class` with the class's version.
     pub fn request(
@@ -220,6 +272,29 @@ mod tests {
         assert_eq!(p.get(field::STATUS), MadStatus(0x8000));
         assert_eq!(p.get(field::TID), Tid(0x1_512c_d29a));
         assert_eq!(p.get(field::ATTR_ID), 0x0011);
+    }
+
+    #[test]
+    fn named_accessors() {
+        let p = Packet::new_checked(&HDR[..]).unwrap();
+        assert_eq!(p.mgmt_class(), MgmtClass::SubnDirected);
+        assert_eq!(p.method(), Method::GetResp);
+        assert_eq!(p.status(), MadStatus(0x8000));
+        assert_eq!(p.tid(), Tid(0x1_512c_d29a));
+        assert_eq!(p.attr_id(), 0x0011);
+        assert_eq!(p.attr_mod(), 0);
+        assert!(Packet::new_checked(&HDR[..23]).is_err());
+
+        // A whole MAD, read and written through the unchecked-by-construction view.
+        let mut mad = [0u8; MAD_LEN];
+        mad[..24].copy_from_slice(&HDR);
+        let mut p = Packet::from(&mut mad);
+        p.set(field::METHOD, Method::Set);
+        p.set(field::ATTR_MOD, 0x0102_0304);
+        assert_eq!(mad[3], 0x02);
+        assert_eq!(mad[20..24], [1, 2, 3, 4]);
+        let p = Packet::from(&mad);
+        assert_eq!((p.method(), p.attr_mod()), (Method::Set, 0x0102_0304));
     }
 
     #[test]

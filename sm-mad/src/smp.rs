@@ -143,6 +143,20 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+/// An SMP is a whole MAD, so a view of one needs no length check.
+impl<'a> From<&'a [u8; LEN]> for Packet<&'a [u8; LEN]> {
+    fn from(mad: &'a [u8; LEN]) -> Self {
+        Packet::new_unchecked(mad)
+    }
+}
+
+/// An SMP is a whole MAD, so a view of one needs no length check.
+impl<'a> From<&'a mut [u8; LEN]> for Packet<&'a mut [u8; LEN]> {
+    fn from(mad: &'a mut [u8; LEN]) -> Self {
+        Packet::new_unchecked(mad)
+    }
+}
+
 /// The directed-route part of an SMP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]

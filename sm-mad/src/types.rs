@@ -192,6 +192,73 @@ macro_rules! serialize_as_number {
 }
 serialize_as_number!(Lid, Sl, Vl, PortNum);
 
+/// Why a text is not a GUID ([`Guid`]'s `FromStr`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseGuidError {
+    /// Nothing to parse (an empty string, or `0x` alone).
+    #[error("no digits")]
+    Empty,
+    /// A character that is not a digit of the number's base.
+    #[error("{0:?} is not a digit here")]
+    BadDigit(char),
+    /// The value does not fit in 64 bits.
+    #[error("more than 64 bits")]
+    TooLarge,
+    /// A colon-separated GUID that is not four groups of four hex digits.
+    #[error("expected four groups of four hex digits between colons")]
+    BadGroups,
+}
+
+/// Parses the forms GUIDs are written in by the tools and files an SM meets:
+/// - `0x0002c90300001234` (or `0X`): hexadecimal, as ibnetdiscover, OpenSM and `Display`
+///   write it;
+/// - `0002:c903:0000:1234`: four groups of four hex digits, as sysfs (`node_guid`) and
+///   ibstat print it;
+/// - `1234`: decimal, as a bare number in OpenSM's GUID files (read with `strtoull`; a
+///   leading zero does not mean octal here).
+///
+/// No sign, no whitespace, no digit separators: callers trim.
+impl core::str::FromStr for Guid {
+    type Err = ParseGuidError;
+
+    fn from_str(s: &str) -> core::result::Result<Guid, ParseGuidError> {
+        if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            return number(hex, 16).map(Guid);
+        }
+        if s.contains(':') {
+            let mut v = 0u64;
+            let mut groups = 0;
+            for g in s.split(':') {
+                groups += 1;
+                if groups > 4 || g.len() != 4 {
+                    return Err(ParseGuidError::BadGroups);
+                }
+                v = v << 16 | number(g, 16)?;
+            }
+            return if groups == 4 {
+                Ok(Guid(v))
+            } else {
+                Err(ParseGuidError::BadGroups)
+            };
+        }
+        number(s, 10).map(Guid)
+    }
+}
+
+/// Digits of `radix` only (`u64::from_str_radix` would also take a sign).
+fn number(digits: &str, radix: u32) -> core::result::Result<u64, ParseGuidError> {
+    if digits.is_empty() {
+        return Err(ParseGuidError::Empty);
+    }
+    digits.chars().try_fold(0u64, |v, c| {
+        let d = c.to_digit(radix).ok_or(ParseGuidError::BadDigit(c))?;
+        v.checked_mul(u64::from(radix))
+            .and_then(|v| v.checked_add(u64::from(d)))
+            .ok_or(ParseGuidError::TooLarge)
+    })
+}
+
 /// A 128-bit global identifier: 64-bit subnet prefix then 64-bit interface id (port GUID).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 #[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
@@ -264,6 +331,59 @@ mod tests {
         assert_eq!(g.prefix(), 0xfe80_0000_0000_0000);
         assert_eq!(g.guid(), Guid(0x0002_c903_0000_1234));
         assert_eq!(g.to_string(), "fe80:0000:0000:0000:0002:c903:0000:1234");
+    }
+
+    #[test]
+    fn guid_text_forms() {
+        let g = Guid(0x0002_c903_0000_1234);
+        for text in [
+            "0x0002c90300001234",
+            "0X0002C90300001234",
+            "0x2c90300001234",
+            "0002:c903:0000:1234",
+            "0002:C903:0000:1234",
+            "783964675510836",
+        ] {
+            assert_eq!(text.parse::<Guid>(), Ok(g), "{text}");
+        }
+        assert_eq!("0".parse::<Guid>(), Ok(Guid(0)));
+        // A leading zero is not octal.
+        assert_eq!("010".parse::<Guid>(), Ok(Guid(10)));
+        assert_eq!("0xffffffffffffffff".parse::<Guid>(), Ok(Guid(u64::MAX)));
+        assert_eq!("18446744073709551615".parse::<Guid>(), Ok(Guid(u64::MAX)));
+        assert_eq!(g.to_string().parse::<Guid>(), Ok(g));
+    }
+
+    #[test]
+    fn guid_text_errors() {
+        use ParseGuidError::*;
+        for (text, err) in [
+            ("", Empty),
+            ("0x", Empty),
+            ("0x+12", BadDigit('+')),
+            ("+12", BadDigit('+')),
+            ("-1", BadDigit('-')),
+            ("0xzz", BadDigit('z')),
+            ("12ab", BadDigit('a')),
+            (" 0x12", BadDigit(' ')),
+            ("0x12 ", BadDigit(' ')),
+            ("0x1_000", BadDigit('_')),
+            ("0x1é", BadDigit('é')),
+            ("0x10000000000000000", TooLarge),
+            ("18446744073709551616", TooLarge),
+            ("0002:c903:0000", BadGroups),
+            ("0002:c903:0000:1234:5678", BadGroups),
+            ("02:c903:0000:1234", BadGroups),
+            ("0002:c903::1234", BadGroups),
+            ("0002:c903:0000:123g", BadDigit('g')),
+            (":", BadGroups),
+        ] {
+            assert_eq!(text.parse::<Guid>(), Err(err), "{text:?}");
+        }
+        assert_eq!(
+            "0xzz".parse::<Guid>().map_err(|e| e.to_string()),
+            Err("'z' is not a digit here".to_string())
+        );
     }
 
     #[test]

@@ -717,3 +717,36 @@ sa_records! {
     switch_info_record, lft_record, mft_record, pkey_table_record, sl2vl_record,
     vl_arb_record, sm_info_record, guid_info_record,
 }
+
+proptest! {
+    // Every way a GUID is written reads back as the same GUID.
+    #[test]
+    fn guid_text_round_trip(v in any::<u64>()) {
+        let g = sm_mad::Guid(v);
+        let colon = format!(
+            "{:04x}:{:04x}:{:04x}:{:04x}",
+            v >> 48,
+            (v >> 32) & 0xffff,
+            (v >> 16) & 0xffff,
+            v & 0xffff
+        );
+        for text in [g.to_string(), format!("{v:#x}"), colon, v.to_string()] {
+            prop_assert_eq!(text.parse::<sm_mad::Guid>(), Ok(g), "{}", text);
+        }
+    }
+
+    // Any text: an answer, never a panic; what parses is a GUID written in one of the forms.
+    #[test]
+    fn guid_parse_any_text(s in "[0-9a-fA-FxX:+ _-]{0,24}|\\PC{0,24}") {
+        if let Ok(g) = s.parse::<sm_mad::Guid>() {
+            let hex = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
+            let digits: String = s.chars().filter(|c| *c != ':').collect();
+            let back = match hex {
+                Some(h) => u64::from_str_radix(h, 16).ok(),
+                None if s.contains(':') => u64::from_str_radix(&digits, 16).ok(),
+                None => s.parse::<u64>().ok(),
+            };
+            prop_assert_eq!(back, Some(g.0));
+        }
+    }
+}

@@ -2,7 +2,7 @@
 //!
 //! Engines compute, when [`crate::Options::adaptive`] is set, per switch a list of port
 //! groups and per LID the group of equal-cost output ports that obey the engine's deadlock
-//! rule ([`crate::engine::SwitchAr`]): for `minhop` every port on a shortest path, for
+//! rule ([`crate::routes::SwitchAr`]): for `minhop` every port on a shortest path, for
 //! `updn` and `ftree` every shortest port whose next switch keeps every packet that can be
 //! at this switch for this LID on an `up* down*` path. The static port of the LID's
 //! forwarding table entry is always in its group; a LID with a single legal port has no
@@ -35,7 +35,7 @@ use std::io::{self, Write};
 
 use sm_mad::Guid;
 
-use crate::engine::Routes;
+use crate::routes::Routes;
 use crate::topo::{SwIdx, Topo};
 
 /// Writes the text format (nothing for routes without hints).

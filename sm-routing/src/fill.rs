@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use sm_mad::Lid;
 
-use crate::engine::{Routes, SwitchAr};
+use crate::routes::{Routes, SwitchAr};
 use crate::topo::{Adj, SwIdx, Topo};
 
 /// No preference / no chain.
@@ -132,7 +132,7 @@ pub(crate) fn fill<P: Policy>(
     topo: &Topo<'_>,
     policy: &P,
     jobs: &[Job],
-    opts: &crate::engine::Options,
+    opts: &crate::routes::Options,
 ) -> Routes {
     let adaptive = opts.adaptive;
     let previous = opts.previous.as_deref();

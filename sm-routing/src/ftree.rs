@@ -43,173 +43,29 @@
 //! and so on. So every source reaches `d` through the root named by `d`'s low digits, and a
 //! shift permutation uses every link at most once.
 //!
-//! All moves follow the up/down labels of [`crate::updown`] with ranks as the order and
+//! All moves follow the up/down labels of `labels.rs` with ranks as the order and
 //! sibling links excluded, so routes are `up* down*` and free of credit loops; the
 //! adaptive-routing groups are the minimal legal port sets of those labels.
 
 use sm_core::NodeKind;
 use sm_mad::Guid;
 
-use crate::engine::{Engine, Options, RouteError, Routes};
 use crate::fill::{Job, NONE, Policy, fill};
+use crate::labels::{DOWN, DOWN_FLAG, Dirs, Labels, NEVER, UP, label_masks, unreached_pair};
+use crate::rank::sw_name;
+pub use crate::rank::{MAX_LEVELS, Tree, detect_tree as detect};
+use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::{Adj, SwIdx, Topo};
-use crate::updn::bfs_ranks;
-use crate::updown::{DOWN, DOWN_FLAG, Dirs, Labels, NEVER, UP, label_masks};
 
 /// The engine.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FatTree;
-
-/// Most switch levels handled (OpenSM's limit).
-pub const MAX_LEVELS: u32 = 8;
-
-/// A detected fat-tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tree {
-    /// Rank of every switch, 0 = root.
-    pub rank: Vec<u32>,
-    /// The rank of the leaves.
-    pub leaf_rank: u32,
-    /// Per destination (index into [`Topo::dests`]): a compute node.
-    pub cn: Vec<bool>,
-}
 
 fn na(reason: String) -> RouteError {
     RouteError::NotApplicable {
         engine: "ftree",
         reason,
     }
-}
-
-fn sw_name(topo: &Topo<'_>, s: SwIdx) -> String {
-    let n = topo.fabric.node(topo.switches[s.idx()]);
-    format!("{} ('{}')", n.guid, n.description)
-}
-
-/// Detects the tree (see the module doc); the error is the reason it is not one.
-pub fn detect(topo: &Topo<'_>, opts: &Options) -> Result<Tree, String> {
-    let n = topo.num_switches();
-    let mut cn_list = opts.compute_nodes.clone();
-    cn_list.sort_unstable();
-    let cn: Vec<bool> = topo
-        .dests
-        .iter()
-        .map(|d| {
-            d.kind == NodeKind::Ca && (cn_list.is_empty() || cn_list.binary_search(&d.guid).is_ok())
-        })
-        .collect();
-    let cns = cn.iter().filter(|&&c| c).count();
-    if !cn_list.is_empty() && cns == 0 {
-        return Err(format!(
-            "none of the {} compute-node GUID(s) is a CA port of the fabric",
-            cn_list.len()
-        ));
-    }
-    if n < 2 {
-        return Err(format!(
-            "the fabric has {n} switch; a fat-tree needs at least 2"
-        ));
-    }
-    if cns < 2 {
-        return Err(format!(
-            "the fabric has {cns} compute node(s); a fat-tree needs at least 2"
-        ));
-    }
-    let roots: Vec<SwIdx> = if opts.roots.is_empty() {
-        let ca_switches: Vec<SwIdx> = topo
-            .dests
-            .iter()
-            .zip(&cn)
-            .filter(|(_, c)| **c)
-            .map(|(d, _)| d.sw)
-            .collect();
-        let up = bfs_ranks(topo, &ca_switches);
-        let height = up
-            .iter()
-            .copied()
-            .filter(|&r| r != u32::MAX)
-            .max()
-            .unwrap_or(0);
-        if height == 0 {
-            return Err(
-                "every switch has CAs attached: there are no switch levels above the leaves"
-                    .to_string(),
-            );
-        }
-        (0..n as u32)
-            .map(SwIdx)
-            .filter(|s| up[s.idx()] == height)
-            .collect()
-    } else {
-        let mut want = opts.roots.clone();
-        want.sort_unstable();
-        let found: Vec<SwIdx> = (0..n as u32)
-            .map(SwIdx)
-            .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
-            .collect();
-        if found.is_empty() {
-            return Err(format!(
-                "none of the {} root GUID(s) names a switch of the fabric",
-                opts.roots.len()
-            ));
-        }
-        found
-    };
-    let rank = bfs_ranks(topo, &roots);
-    if let Some(s) = (0..n as u32).map(SwIdx).find(|s| rank[s.idx()] == u32::MAX) {
-        return Err(format!(
-            "switch {} is not connected to the roots",
-            sw_name(topo, s)
-        ));
-    }
-    let first_cn = topo
-        .dests
-        .iter()
-        .zip(&cn)
-        .find(|(_, c)| **c)
-        .map(|(d, _)| d.sw);
-    let max_rank = rank.iter().copied().max().unwrap_or(0);
-    let leaf_rank = if opts.roots.is_empty() {
-        // The rank of most CNs (ties: the higher one), so the error names the odd one out.
-        let mut count = vec![0usize; max_rank as usize + 1];
-        for (d, _) in topo.dests.iter().zip(&cn).filter(|(_, c)| **c) {
-            count[rank[d.sw.idx()] as usize] += 1;
-        }
-        (0..=max_rank)
-            .max_by_key(|&r| (count[r as usize], r))
-            .unwrap_or(max_rank)
-    } else {
-        first_cn.map_or(0, |s| rank[s.idx()])
-    };
-    for (d, _) in topo.dests.iter().zip(&cn).filter(|(_, c)| **c) {
-        let r = rank[d.sw.idx()];
-        if r != leaf_rank {
-            return Err(format!(
-                "CA {} hangs off switch {} at rank {r}, not a leaf (leaves are at rank {leaf_rank})",
-                d.guid,
-                sw_name(topo, d.sw)
-            ));
-        }
-    }
-    if opts.roots.is_empty() && leaf_rank != max_rank {
-        if let Some(s) = (0..n as u32).map(SwIdx).find(|s| rank[s.idx()] == max_rank) {
-            return Err(format!(
-                "switch {} at rank {max_rank} is below the leaves (rank {leaf_rank})",
-                sw_name(topo, s)
-            ));
-        }
-    }
-    let levels = leaf_rank + 1;
-    if !(2..=MAX_LEVELS).contains(&levels) {
-        return Err(format!(
-            "the tree has {levels} switch level(s); fat-tree routing handles 2 to {MAX_LEVELS}"
-        ));
-    }
-    Ok(Tree {
-        rank,
-        leaf_rank,
-        cn,
-    })
 }
 
 impl Engine for FatTree {
@@ -257,7 +113,7 @@ fn check_reach(topo: &Topo<'_>, tree: &Tree, labels: &Labels) -> Result<(), Rout
         .map(|(d, _)| d.port)
         .collect();
     let is_cn = |d: &crate::topo::Dest| cn_ports.binary_search(&d.port).is_ok();
-    match crate::updn::unreached_pair(topo, labels, is_cn) {
+    match unreached_pair(topo, labels, is_cn) {
         Some((s, d)) => Err(na(format!(
             "switch {} (with compute nodes) has no up-then-down path to switch {}: they have no common ancestor",
             sw_name(topo, s),

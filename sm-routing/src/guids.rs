@@ -1,7 +1,8 @@
 //! GUID list files in OpenSM's format (`root_guid_file`, `cn_guid_file`): one GUID per
-//! line, `0x`-prefixed hexadecimal (a bare hexadecimal or decimal number is taken too, as
-//! `strtoull(.., 0)` would), anything after `#` a comment, blank lines ignored. Text after the
-//! GUID on a line (OpenSM's node-map files put a value there) is ignored.
+//! line, `0x`-prefixed hexadecimal (a bare decimal number is taken too, as `strtoull(.., 0)`
+//! would, and the colon-grouped form: every form [`Guid`]'s parser reads), anything after `#`
+//! a comment, blank lines ignored. Text after the GUID on a line (OpenSM's node-map files put
+//! a value there) is ignored.
 
 use std::path::{Path, PathBuf};
 
@@ -42,13 +43,9 @@ pub fn parse_guids(text: &str, path: &Path) -> Result<Vec<Guid>, GuidFileError> 
         let Some(word) = body.split_whitespace().next() else {
             continue;
         };
-        let parsed = match word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) {
-            Some(hex) => u64::from_str_radix(hex, 16).ok(),
-            None => word.parse::<u64>().ok(),
-        };
-        match parsed {
-            Some(g) => out.push(Guid(g)),
-            None => {
+        match word.parse::<Guid>() {
+            Ok(g) => out.push(g),
+            Err(_) => {
                 return Err(GuidFileError::Parse {
                     path: path.to_path_buf(),
                     line: i + 1,
@@ -66,14 +63,16 @@ mod tests {
 
     #[test]
     fn comments_blank_lines_and_trailing_text() {
-        let text = "# roots\n0x0002000300000000\n\n  0x0002000300000001  # core 1\n42 extra\n";
+        let text = "# roots\n0x0002000300000000\n\n  0x0002000300000001  # core 1\n42 extra\n\
+                    0002:0003:0000:0002\n";
         let g = parse_guids(text, Path::new("roots.txt")).unwrap_or_default();
         assert_eq!(
             g,
             vec![
                 Guid(0x0002_0003_0000_0000),
                 Guid(0x0002_0003_0000_0001),
-                Guid(42)
+                Guid(42),
+                Guid(0x0002_0003_0000_0002)
             ]
         );
     }
@@ -83,6 +82,10 @@ mod tests {
         let err = parse_guids("0x1\n0xzz\n", Path::new("roots.txt")).err();
         let msg = err.map(|e| e.to_string()).unwrap_or_default();
         assert!(msg.starts_with("roots.txt:2: \"0xzz\""), "{msg}");
+        // A sign is not a digit (`from_str_radix` would have taken it).
+        let err = parse_guids("\n\n0x+1\n", Path::new("roots.txt")).err();
+        let msg = err.map(|e| e.to_string()).unwrap_or_default();
+        assert!(msg.starts_with("roots.txt:3: \"0x+1\""), "{msg}");
     }
 
     #[test]

@@ -56,7 +56,7 @@
 use sm_mad::mcmember_record::JoinState;
 use sm_mad::{Guid, Lid, mft};
 
-use crate::engine::{Options, RouteError};
+use crate::routes::{Options, RouteError};
 use crate::topo::{SwIdx, Topo};
 
 /// A set of ports 0..=255: bit `p % 16` of word `p / 16`, the layout of an MFT entry across
@@ -115,7 +115,7 @@ impl TreeOrder {
     ) -> Result<TreeOrder, RouteError> {
         match engine {
             "updn" => Ok(TreeOrder::Ranked(crate::updn::chosen(topo, opts)?.0.rank)),
-            "ftree" => crate::ftree::detect(topo, opts)
+            "ftree" => crate::rank::detect_tree(topo, opts)
                 .map(|t| TreeOrder::Ranked(t.rank))
                 .map_err(|reason| RouteError::NotApplicable {
                     engine: "ftree",

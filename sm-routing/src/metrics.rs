@@ -46,7 +46,7 @@ use sm_core::generate::SplitMix64;
 use sm_core::{NodeKind, PortIdx};
 use sm_mad::Guid;
 
-use crate::engine::Routes;
+use crate::routes::Routes;
 use crate::topo::{SwIdx, Topo};
 use crate::walk::{BLOCK, Block, Col, Fate, NONE, Tracer, Wiring, walk_path};
 

@@ -6,10 +6,10 @@
 //!
 //! The shortest-path ports of a switch towards every destination switch are computed once
 //! per switch as bit masks (distance matrix rows of the switch and of its neighbours; the
-//! matrix is symmetric, so a row is also a column), then [`crate::fill`] picks per LID.
+//! matrix is symmetric, so a row is also a column), then `fill.rs` picks per LID.
 
-use crate::engine::{Engine, Options, RouteError, Routes};
 use crate::fill::{Policy, fill, jobs_in_dest_order};
+use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::{HopMatrix, SwIdx, Topo};
 
 /// The engine.

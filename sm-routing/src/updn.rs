@@ -29,18 +29,19 @@
 //!
 //! # Routes
 //!
-//! [`crate::updown`] labels every switch towards every destination switch (shortest legal
+//! `labels.rs` labels every switch towards every destination switch (shortest legal
 //! `up* down*` path, with the down phase consistent for destination-based tables, and a
 //! per-destination fallback that guarantees every switch with any legal path gets one);
-//! [`crate::fill`] then picks one port per LID among the minimal legal ones with minhop's
+//! `fill.rs` then picks one port per LID among the minimal legal ones with minhop's
 //! load balancing. The adaptive-routing groups are those same sets.
 
 use sm_mad::Guid;
 
-use crate::engine::{Engine, Options, RouteError, Routes};
 use crate::fill::{Policy, fill, jobs_in_dest_order};
+use crate::labels::{DOWN, Dirs, Labels, UP, label_masks, unreached_pair};
+use crate::rank::{bfs_ranks, detect_tree};
+use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::{SwIdx, Topo};
-use crate::updown::{DOWN, Dirs, Labels, UP, label_masks};
 
 /// The engine.
 #[derive(Debug, Clone, Copy, Default)]
@@ -127,31 +128,6 @@ pub(crate) fn ca_switches_reach_all(topo: &Topo<'_>, labels: &Labels) -> bool {
     unreached_pair(topo, labels, |d| d.kind != sm_core::NodeKind::Switch).is_none()
 }
 
-/// A switch with sources (destinations `source` selects) and a destination switch it has
-/// no legal path to.
-pub(crate) fn unreached_pair(
-    topo: &Topo<'_>,
-    labels: &Labels,
-    source: impl Fn(&crate::topo::Dest) -> bool,
-) -> Option<(SwIdx, SwIdx)> {
-    let n = topo.num_switches();
-    let mut has_ca = vec![false; n];
-    let mut is_dest = vec![false; n];
-    for d in &topo.dests {
-        is_dest[d.sw.idx()] = true;
-        if source(d) {
-            has_ca[d.sw.idx()] = true;
-        }
-    }
-    for s in (0..n).filter(|&s| has_ca[s]) {
-        let row = labels.row(s);
-        if let Some(d) = (0..n).find(|&d| is_dest[d] && row[d] == crate::updown::UNREACHABLE) {
-            return Some((SwIdx(s as u32), SwIdx(d as u32)));
-        }
-    }
-    None
-}
-
 /// Candidates from up/down labels, no preference.
 pub(crate) struct LabelPolicy<'a> {
     pub(crate) labels: &'a Labels,
@@ -192,34 +168,9 @@ pub fn ranking(topo: &Topo<'_>, roots: &[Guid]) -> Result<Ranking, String> {
     })
 }
 
-/// Breadth-first distances from a set of switches (`u32::MAX` = unreached).
-pub(crate) fn bfs_ranks(topo: &Topo<'_>, from: &[SwIdx]) -> Vec<u32> {
-    let mut rank = vec![u32::MAX; topo.num_switches()];
-    let mut queue: Vec<SwIdx> = Vec::with_capacity(topo.num_switches());
-    for &r in from {
-        if rank[r.idx()] == u32::MAX {
-            rank[r.idx()] = 0;
-            queue.push(r);
-        }
-    }
-    let mut head = 0;
-    while head < queue.len() {
-        let s = queue[head];
-        head += 1;
-        let next = rank[s.idx()] + 1;
-        for a in topo.adj(s) {
-            if rank[a.peer.idx()] == u32::MAX {
-                rank[a.peer.idx()] = next;
-                queue.push(a.peer);
-            }
-        }
-    }
-    rank
-}
-
 fn detect_roots(topo: &Topo<'_>) -> (Vec<SwIdx>, RootSource) {
     let n = topo.num_switches();
-    if let Ok(tree) = crate::ftree::detect(topo, &Options::default()) {
+    if let Ok(tree) = detect_tree(topo, &Options::default()) {
         let roots: Vec<SwIdx> = (0..n as u32)
             .map(SwIdx)
             .filter(|s| tree.rank[s.idx()] == 0)

@@ -37,6 +37,8 @@
 //! 256-bit set of output ports per channel. `credit_loops` is the number of strongly
 //! connected components with a cycle (more than one channel, or a channel depending on
 //! itself), summed over the VLs: 0 means deadlock-free. One concrete cycle is reported.
+//! The components come from an iterative search (`Cdg::sccs`): the graphs of tables with
+//! credit loops are too deep for a recursive one.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -47,7 +49,7 @@ use sm_core::NodeKind;
 use sm_core::dump::NO_ROUTE;
 use sm_mad::{Guid, Lid};
 
-use crate::engine::Routes;
+use crate::routes::Routes;
 use crate::topo::{Dest, SwIdx, Topo};
 use crate::walk::{BLOCK, Block, Col, Fate, NONE, Target, Tracer, Wiring};
 
@@ -445,19 +447,24 @@ struct Ctx<'a, 't> {
     deps: [OnceLock<DepSets>; 16],
 }
 
-/// Validates `routes` on `topo`.
-pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Validation {
-    let w = Wiring::new(topo);
-    let hops = topo.hop_matrix();
-    let n = w.switches();
-    let top = routes
+/// One past the highest LID to check: every LID a table or the fabric knows.
+fn lid_top(topo: &Topo<'_>, routes: &Routes) -> usize {
+    routes
         .lft
         .iter()
         .map(Vec::len)
         .max()
         .unwrap_or(0)
         .max(topo.lid_dest.len())
-        .min(Lid::MAX_UNICAST.0 as usize + 1);
+        .min(Lid::MAX_UNICAST.0 as usize + 1)
+}
+
+/// Validates `routes` on `topo`.
+pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Validation {
+    let w = Wiring::new(topo);
+    let hops = topo.hop_matrix();
+    let n = w.switches();
+    let top = lid_top(topo, routes);
     let ctx = Ctx {
         topo,
         routes,
@@ -467,20 +474,7 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
         used: AtomicU32::new(0),
         deps: Default::default(),
     };
-    let max = opts.max_failures;
-    let blocks: Vec<usize> = (0..top.div_ceil(BLOCK)).collect();
-    let acc = blocks
-        .par_iter()
-        .fold(
-            || (Acc::default(), Scratch::default()),
-            |(mut acc, mut sc), &b| {
-                ctx.block(b * BLOCK, top, &mut acc, &mut sc);
-                (acc, sc)
-            },
-        )
-        .map(|(acc, _)| acc)
-        .reduce(Acc::default, |a, b| a.merge(b, max));
-
+    let acc = ctx.walk(top);
     let (vls, credit_loop) = if opts.credit_loops {
         ctx.cdg_report()
     } else {
@@ -516,7 +510,24 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
     }
 }
 
-impl Ctx<'_, '_> {
+impl<'a> Ctx<'a, '_> {
+    /// Walks every LID below `top` (and fills the dependency sets).
+    fn walk(&self, top: usize) -> Acc {
+        let max = self.opts.max_failures;
+        let blocks: Vec<usize> = (0..top.div_ceil(BLOCK)).collect();
+        blocks
+            .par_iter()
+            .fold(
+                || (Acc::default(), Scratch::default()),
+                |(mut acc, mut sc), &b| {
+                    self.block(b * BLOCK, top, &mut acc, &mut sc);
+                    (acc, sc)
+                },
+            )
+            .map(|(acc, _)| acc)
+            .reduce(Acc::default, |a, b| a.merge(b, max))
+    }
+
     fn desc(&self, s: u32) -> String {
         let node = self.topo.switches[s as usize];
         self.topo.fabric.node(node).description.clone()
@@ -738,29 +749,39 @@ impl Ctx<'_, '_> {
         });
     }
 
+    /// The channel dependency graph of every VL that carries traffic (`None`: no
+    /// dependency at all on it).
+    fn cdgs(&self) -> Vec<(u8, Option<Cdg<'a>>)> {
+        let used = self.used.load(Ordering::Relaxed);
+        (0..16u8)
+            .filter(|&vl| used & 1 << vl != 0)
+            .map(|vl| {
+                let g = self.deps[vl as usize].get().map(|sets| Cdg {
+                    w: self.w,
+                    bits: sets.iter().map(|x| x.load(Ordering::Relaxed)).collect(),
+                });
+                (vl, g)
+            })
+            .collect()
+    }
+
     /// Strongly connected components of every VL's graph, and one cycle.
     fn cdg_report(&self) -> (Vec<VlGraph>, Option<CreditLoop>) {
-        let used = self.used.load(Ordering::Relaxed);
-        let graphs: Vec<(u8, Option<&DepSets>)> = (0..16u8)
-            .filter(|&vl| used & 1 << vl != 0)
-            .map(|vl| (vl, self.deps[vl as usize].get()))
-            .collect();
-        let results: Vec<(VlGraph, Option<CreditLoop>)> = graphs
+        let results: Vec<(VlGraph, Option<CreditLoop>)> = self
+            .cdgs()
             .par_iter()
-            .map(|&(vl, sets)| {
-                let Some(sets) = sets else {
+            .map(|(vl, g)| match g {
+                Some(g) => g.analyse(self.topo, *vl),
+                None => {
                     let empty = VlGraph {
-                        vl,
+                        vl: *vl,
                         channels: 0,
                         dependencies: 0,
                         cyclic_sccs: 0,
                         largest_scc: 0,
                     };
-                    return (empty, None);
-                };
-                let bits: Vec<u64> = sets.iter().map(|x| x.load(Ordering::Relaxed)).collect();
-                let g = Cdg { w: self.w, bits };
-                g.analyse(self.topo, vl)
+                    (empty, None)
+                }
             })
             .collect();
         let mut example = None;
@@ -773,6 +794,20 @@ impl Ctx<'_, '_> {
         }
         (out, example)
     }
+}
+
+/// What [`Cdg::sccs`] finds.
+#[derive(Debug, PartialEq, Eq)]
+struct Sccs {
+    /// Component of every channel ([`NONE`] for a channel without any dependency, either
+    /// way).
+    comp: Vec<u32>,
+    /// Components with a cycle: more than one channel, or a channel depending on itself.
+    cyclic: u64,
+    /// Channels in the largest of those.
+    largest: u64,
+    /// The lowest channel of any of those.
+    first_cyclic: Option<u32>,
 }
 
 /// One VL's channel dependency graph: successors of channel `c` are the channels leaving
@@ -814,6 +849,25 @@ impl Cdg<'_> {
     }
 
     fn analyse(&self, topo: &Topo<'_>, vl: u8) -> (VlGraph, Option<CreditLoop>) {
+        let (channels, dependencies) = self.counts();
+        let sccs = self.sccs();
+        let example = sccs
+            .first_cyclic
+            .and_then(|c| self.cycle_through(c, &sccs.comp, topo, vl));
+        (
+            VlGraph {
+                vl,
+                channels,
+                dependencies,
+                cyclic_sccs: sccs.cyclic,
+                largest_scc: sccs.largest,
+            },
+            example,
+        )
+    }
+
+    /// Channels with a dependency either way, and dependencies.
+    fn counts(&self) -> (u64, u64) {
         let m = self.len();
         let mut has_in = vec![false; m];
         let mut dependencies = 0u64;
@@ -828,82 +882,105 @@ impl Cdg<'_> {
         let channels = (0..m)
             .filter(|&c| has_in[c] || self.has_out(c as u32))
             .count() as u64;
+        (channels, dependencies)
+    }
 
-        // Iterative Tarjan.
-        let mut index = vec![NONE; m];
-        let mut low = vec![0u32; m];
-        let mut on_stack = vec![false; m];
-        let mut comp = vec![NONE; m];
-        let mut stack: Vec<u32> = Vec::new();
-        let mut call: Vec<(u32, u16)> = Vec::new();
-        let mut counter = 0u32;
-        let mut ncomp = 0u32;
+    /// Strongly connected components by Pearce's variant of Tarjan's algorithm (one number
+    /// per channel instead of Tarjan's index, low link and stack flag), iterative: the
+    /// depth-first search keeps its path in a vector, as deep as the graph makes it.
+    /// (petgraph's `TarjanScc` is the same algorithm but recurses once per channel on the
+    /// path, and on a torus with credit loops that path is tens of thousands of channels
+    /// long: a stack overflow. Its iterative Kosaraju needs the reversed graph and two
+    /// passes and is twice as slow; docs/PERFORMANCE.md has the figures, and the tests check
+    /// this against both.)
+    fn sccs(&self) -> Sccs {
+        let m = self.len();
+        // 0: not visited yet. Then the visit number, lowered to the lowest one the channel
+        // reaches while its component is open. Then the component's number, counted down
+        // from below `NONE`, so above every visit number.
+        let mut num = vec![0u32; m];
+        // Visited channels whose component is not complete, in visit order.
+        let mut open: Vec<u32> = Vec::new();
+        // The search's path: (channel, next port to try, no lower number reached yet).
+        let mut path: Vec<(u32, u16, bool)> = Vec::new();
+        let mut next_visit = 1u32;
+        let mut next_comp = NONE - 1;
         let (mut cyclic, mut largest) = (0u64, 0u64);
         let mut first_cyclic: Option<u32> = None;
-        for root in 0..m as u32 {
-            if index[root as usize] != NONE || !self.has_out(root) {
+        for start in 0..m as u32 {
+            if num[start as usize] != 0 || !self.has_out(start) {
                 continue;
             }
-            index[root as usize] = counter;
-            low[root as usize] = counter;
-            counter += 1;
-            stack.push(root);
-            on_stack[root as usize] = true;
-            call.push((root, 0));
-            while let Some(&mut (v, ref mut from)) = call.last_mut() {
-                if let Some((p, s)) = self.next_succ(v, *from) {
-                    *from = p + 1;
-                    if index[s as usize] == NONE {
-                        index[s as usize] = counter;
-                        low[s as usize] = counter;
-                        counter += 1;
-                        stack.push(s);
-                        on_stack[s as usize] = true;
-                        call.push((s, 0));
-                    } else if on_stack[s as usize] {
-                        low[v as usize] = low[v as usize].min(index[s as usize]);
+            num[start as usize] = next_visit;
+            next_visit += 1;
+            path.push((start, 0, true));
+            'path: while let Some(&(v, mut from, mut root)) = path.last() {
+                // The successors not tried yet, with v's number kept at hand.
+                let mut low = num[v as usize];
+                while let Some((p, w)) = self.next_succ(v, from) {
+                    from = p + 1;
+                    let nw = num[w as usize];
+                    if nw == 0 {
+                        num[v as usize] = low;
+                        if let Some(top) = path.last_mut() {
+                            *top = (v, from, root);
+                        }
+                        num[w as usize] = next_visit;
+                        next_visit += 1;
+                        path.push((w, 0, true));
+                        continue 'path;
                     }
-                    continue;
+                    if nw < low {
+                        low = nw;
+                        root = false;
+                    }
                 }
-                call.pop();
-                if let Some(&(u, _)) = call.last() {
-                    low[u as usize] = low[u as usize].min(low[v as usize]);
-                }
-                if low[v as usize] == index[v as usize] {
-                    let mut size = 0u64;
+                num[v as usize] = low;
+                path.pop();
+                if root {
+                    // `v` and the open channels visited after it are a component.
+                    let mut size = 1u64;
                     let mut min_c = v;
-                    while let Some(x) = stack.pop() {
-                        on_stack[x as usize] = false;
-                        comp[x as usize] = ncomp;
-                        size += 1;
-                        min_c = min_c.min(x);
-                        if x == v {
+                    while let Some(&w) = open.last() {
+                        if num[w as usize] < low {
                             break;
                         }
+                        open.pop();
+                        num[w as usize] = next_comp;
+                        size += 1;
+                        min_c = min_c.min(w);
                     }
-                    let self_loop = size == 1 && self.succ_contains(v, v);
-                    if size > 1 || self_loop {
+                    num[v as usize] = next_comp;
+                    next_comp -= 1;
+                    if size > 1 || self.succ_contains(v, v) {
                         cyclic += 1;
                         largest = largest.max(size);
                         if first_cyclic.is_none_or(|c| min_c < c) {
                             first_cyclic = Some(min_c);
                         }
                     }
-                    ncomp += 1;
+                } else {
+                    open.push(v);
+                }
+                if let Some(&mut (u, _, ref mut u_root)) = path.last_mut() {
+                    if num[v as usize] < num[u as usize] {
+                        num[u as usize] = num[v as usize];
+                        *u_root = false;
+                    }
                 }
             }
         }
-        let example = first_cyclic.and_then(|c| self.cycle_through(c, &comp, topo, vl));
-        (
-            VlGraph {
-                vl,
-                channels,
-                dependencies,
-                cyclic_sccs: cyclic,
-                largest_scc: largest,
-            },
-            example,
-        )
+        for n in &mut num {
+            if *n == 0 {
+                *n = NONE;
+            }
+        }
+        Sccs {
+            comp: num,
+            cyclic,
+            largest,
+            first_cyclic,
+        }
     }
 
     fn succ_contains(&self, c: u32, target: u32) -> bool {
@@ -970,3 +1047,6 @@ impl Cdg<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -10,7 +10,7 @@
 use sm_core::dump::NO_ROUTE;
 use sm_mad::{Guid, Lid};
 
-use crate::engine::Routes;
+use crate::routes::Routes;
 use crate::topo::{Dest, SwIdx, Topo};
 use sm_core::NodeKind;
 

@@ -19,7 +19,7 @@
 
 use sm_core::fabric::{NodeIdx, PortIdx};
 use sm_mad::notice::{self, ProducerType, Trap, details_256};
-use sm_mad::{Bytes, Lid, Method, MgmtClass, Tid, mad, smp};
+use sm_mad::{Bytes, Lid, Method, Tid, mad, smp};
 
 use crate::sim::Event;
 use crate::{Drop, Sim};
@@ -45,8 +45,8 @@ impl Sim {
         };
         let kp = &self.ports[key_port.idx()];
         let key = kp.info.m_key;
-        let given = smp::Packet::new_unchecked(&mad[..]).get(smp::field::M_KEY);
-        let method = Method::from_raw_value(mad[3]);
+        let given = smp::Packet::from(mad).get(smp::field::M_KEY);
+        let method = mad::Packet::from(mad).method();
         let checked = matches!(method, Method::Get | Method::Set | Method::TrapRepress);
         if key == 0 || key == given {
             if checked && kp.lease.expires.is_some() {
@@ -104,15 +104,15 @@ impl Sim {
 
     /// Trap 256 about the offending SMP, from the key port to its master SM.
     fn trap_256(&mut self, n: NodeIdx, key_port: PortIdx, mad: &[u8; 256], slid: Lid) {
-        let hdr = mad::Packet::new_unchecked(&mad[..]);
-        let p = smp::Packet::new_unchecked(&mad[..]);
-        let directed = hdr.get(mad::field::MGMT_CLASS) == MgmtClass::SubnDirected;
+        let hdr = mad::Packet::from(mad);
+        let p = smp::Packet::from(mad);
+        let directed = p.is_directed();
         let mut details = details_256::Repr {
             lid_addr: slid,
             dr_slid: Lid(0),
-            method: hdr.get(mad::field::METHOD),
-            attribute_id: hdr.get(mad::field::ATTR_ID),
-            attribute_modifier: hdr.get(mad::field::ATTR_MOD),
+            method: hdr.method(),
+            attribute_id: hdr.attr_id(),
+            attribute_modifier: hdr.attr_mod(),
             m_key: p.get(smp::field::M_KEY),
             dr_notice: directed,
             dr_path_truncated: false,

@@ -23,8 +23,8 @@
 //!
 //! - **TIME**: `0`, or a number with a unit `ns`, `us`, `ms` or `s`: `250us`, `10ms`,
 //!   `1.5ms` (at most nanosecond precision).
-//! - **NODE**: a node GUID in hex (`0x0002000100000004`; the port GUID of a CA port names
-//!   its node too), or a node description in double quotes (`"leaf 3"`), which must name
+//! - **NODE**: a node GUID in hex (`0x0002000100000004` or `0002:0001:0000:0004`; the port
+//!   GUID of a CA port names its node too), or a node description in double quotes (`"leaf 3"`), which must name
 //!   exactly one node. A quote inside a description is written `\"`, a backslash `\\`.
 //! - **PORT**: a node followed at once by a port number in brackets: `"leaf 3"[1]`,
 //!   `0x0002000100000004[2]`.
@@ -387,12 +387,13 @@ fn parse_prob(s: &str) -> Result<f64, Kind> {
     }
 }
 
+/// A GUID in hex (`0x...` or `xxxx:xxxx:xxxx:xxxx`); a bare decimal number is refused, as
+/// in a scenario it would too easily be a LID.
 fn parse_guid(s: &str) -> Option<Guid> {
-    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"))?;
-    if h.is_empty() || h.len() > 16 {
+    if s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    u64::from_str_radix(h, 16).ok().map(Guid)
+    s.parse().ok()
 }
 
 fn node_of(t: &Token) -> Result<NodeRef, Kind> {
@@ -721,10 +722,15 @@ mod tests {
             at 0 start-sm "host 1"[1] priority 9
             at 2s stop-sm "host 1"[1]
             at 3s start-sm 0x5[0]
+            at 4s remove 0002:0001:0000:0004
             "#,
         )
         .unwrap();
-        assert_eq!(s.events.len(), 21);
+        assert_eq!(s.events.len(), 22);
+        assert_eq!(
+            s.events[21].action,
+            Action::Remove(NodeRef::Guid(Guid(0x0002_0001_0000_0004)))
+        );
         let host = PortRef {
             node: desc("host 1"),
             port: 1,
@@ -828,6 +834,14 @@ mod tests {
         );
         assert_eq!(one("at 0 remove \"a"), Err(Kind::Unterminated));
         assert_eq!(one("at 0 remove leaf"), Err(Kind::BadNode("leaf".into())));
+        // A bare number is not taken for a GUID.
+        assert_eq!(one("at 0 remove 12"), Err(Kind::BadNode("12".into())));
+        assert_eq!(one("at 0 remove 0x"), Err(Kind::BadNode("0x".into())));
+        assert_eq!(one("at 0 remove 0x+1"), Err(Kind::BadNode("0x+1".into())));
+        assert_eq!(
+            one("at 0 remove 0x10000000000000000"),
+            Err(Kind::BadNode("0x10000000000000000".into()))
+        );
         assert_eq!(one("at 0 remove"), Err(Kind::Missing("a node")));
         assert_eq!(
             one("at 0 remove 0x1 now"),

@@ -244,10 +244,6 @@ pub enum SendError {
     BadLength(usize),
 }
 
-/// Byte offsets of the directed-route paths (`smp::field`).
-const INITIAL_PATH: usize = smp::field::INITIAL_PATH.start;
-const RETURN_PATH: usize = smp::field::RETURN_PATH.start;
-
 /// The simulated fabric.
 #[derive(Debug)]
 pub struct Sim {
@@ -282,12 +278,13 @@ pub enum SmEvent {
 /// Whether a MAD arriving at a node is for its agent (rather than an endpoint there).
 #[inline]
 fn for_agent(mad: &[u8; 256]) -> bool {
-    let class = MgmtClass::from_raw_value(mad[1]);
-    let method = Method::from_raw_value(mad[3]);
-    let attr_id = u16::from_be_bytes([mad[16], mad[17]]);
-    matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirected)
-        && (matches!(method, Method::Get | Method::Set) && attr_id != attr::SM_INFO
-            || method == Method::TrapRepress)
+    let hdr = mad::Packet::from(mad);
+    let method = hdr.method();
+    matches!(
+        hdr.mgmt_class(),
+        MgmtClass::SubnLid | MgmtClass::SubnDirected
+    ) && (matches!(method, Method::Get | Method::Set) && hdr.attr_id() != attr::SM_INFO
+        || method == Method::TrapRepress)
 }
 
 impl Sim {
@@ -477,7 +474,7 @@ impl Sim {
         let mut hz = Hazard::NONE;
         match self.carry(from, dlid, &mut buf, &mut hz) {
             Ok((port, hops, dr_end)) => {
-                let slid = if buf[1] == MgmtClass::SubnDirected.to_raw_value() {
+                let slid = if smp::Packet::from(&buf).is_directed() {
                     match dr_end {
                         Some(e) => self.lid_of(e),
                         None => Lid::PERMISSIVE,
@@ -505,10 +502,9 @@ impl Sim {
         let mut buf: [u8; 256] = response
             .try_into()
             .map_err(|_| SendError::BadLength(response.len()))?;
-        let dr = MgmtClass::SubnDirected.to_raw_value();
-        if request.mad[1] == dr && buf[1] == dr {
-            let req = smp::Packet::new_unchecked(&request.mad[..]);
-            let mut p = smp::Packet::new_unchecked(&mut buf[..]);
+        let req = smp::Packet::from(&request.mad);
+        if req.is_directed() && smp::Packet::from(&buf).is_directed() {
+            let mut p = smp::Packet::from(&mut buf);
             p.set(smp::field::DIRECTION, true);
             p.set(smp::field::HOP_COUNT, req.get(smp::field::HOP_COUNT));
             p.set(smp::field::HOP_POINTER, req.get(smp::field::HOP_POINTER));
@@ -530,9 +526,9 @@ impl Sim {
         buf: &mut [u8; 256],
         hz: &mut Hazard,
     ) -> Result<(PortIdx, u32, Option<PortIdx>), Drop> {
-        match MgmtClass::from_raw_value(buf[1]) {
+        match mad::Packet::from(&*buf).mgmt_class() {
             MgmtClass::SubnDirected => {
-                let p = smp::Packet::new_unchecked(&buf[..]);
+                let p = smp::Packet::from(&*buf);
                 if p.get(smp::field::HOP_COUNT) > smp::MAX_HOPS {
                     return Err(Drop::Malformed);
                 }
@@ -704,7 +700,7 @@ impl Sim {
         buf: &mut [u8; 256],
         hz: &mut Hazard,
     ) -> Result<(PortIdx, u32), Drop> {
-        let p = smp::Packet::new_unchecked(&buf[..]);
+        let p = smp::Packet::from(&*buf);
         let n = p.get(smp::field::HOP_COUNT);
         if p.get(smp::field::HOP_POINTER) != 0 {
             return Err(Drop::Malformed);
@@ -717,20 +713,26 @@ impl Sim {
             if h > 1 && !switch {
                 return Err(Drop::NotASwitch);
             }
-            let exit = buf[INITIAL_PATH + h];
+            let exit = smp::Packet::from(&*buf)
+                .initial_path()
+                .get(h)
+                .copied()
+                .ok_or(Drop::Malformed)?;
             // A CA sends out of the port named by hop 1; it must be its own port.
             let out = self
                 .port_idx(node, exit)
                 .filter(|_| !switch || exit != 0)
                 .ok_or(Drop::BadPath)?;
             let arrived = self.cross(out, false, hz)?;
-            buf[RETURN_PATH + h] = self.ports[arrived.idx()].num;
+            if let Some(slot) = smp::Packet::from(&mut *buf).return_path_mut().get_mut(h) {
+                *slot = self.ports[arrived.idx()].num;
+            }
             cur = arrived;
         }
         if dr_dlid != Lid::PERMISSIVE && !self.is_switch(self.node_of(cur)) {
             return Err(Drop::NotASwitch);
         }
-        smp::Packet::new_unchecked(&mut buf[..]).set(smp::field::HOP_POINTER, n + 1);
+        smp::Packet::from(buf).set(smp::field::HOP_POINTER, n + 1);
         Ok((cur, n as u32))
     }
 
@@ -742,18 +744,22 @@ impl Sim {
         buf: &mut [u8; 256],
         hz: &mut Hazard,
     ) -> Result<(PortIdx, u32), Drop> {
-        let n = smp::Packet::new_unchecked(&buf[..]).get(smp::field::HOP_COUNT);
+        let n = smp::Packet::from(&*buf).get(smp::field::HOP_COUNT);
         let mut cur = at;
         for h in (1..=n as usize).rev() {
             let node = self.node_of(cur);
             if h < n as usize && !self.is_switch(node) {
                 return Err(Drop::NotASwitch);
             }
-            let exit = buf[RETURN_PATH + h];
+            let exit = smp::Packet::from(&*buf)
+                .return_path()
+                .get(h)
+                .copied()
+                .ok_or(Drop::Malformed)?;
             let out = self.port_idx(node, exit).ok_or(Drop::BadPath)?;
             cur = self.cross(out, false, hz)?;
         }
-        smp::Packet::new_unchecked(&mut buf[..]).set(smp::field::HOP_POINTER, 0);
+        smp::Packet::from(buf).set(smp::field::HOP_POINTER, 0);
         Ok((cur, n as u32))
     }
 
@@ -844,14 +850,11 @@ impl Sim {
             return;
         }
         let delay = self.cfg.sma_ns + node.extra_delay;
-        let directed = mad[1] == MgmtClass::SubnDirected.to_raw_value();
-        let hdr = mad::Packet::new_unchecked(&mad[..]);
-        let method = hdr.get(mad::field::METHOD);
-        let attr_id = hdr.get(mad::field::ATTR_ID);
-        let attr_mod = hdr.get(mad::field::ATTR_MOD);
-        if directed
-            && smp::Packet::new_unchecked(&mad[..]).get(smp::field::HOP_COUNT) > smp::MAX_HOPS
-        {
+        let req = smp::Packet::from(&mad);
+        let directed = req.is_directed();
+        let hdr = mad::Packet::from(&mad);
+        let (method, attr_id, attr_mod) = (hdr.method(), hdr.attr_id(), hdr.attr_mod());
+        if directed && req.get(smp::field::HOP_COUNT) > smp::MAX_HOPS {
             self.drop_mad(Drop::Malformed);
             return;
         }
@@ -860,7 +863,7 @@ impl Sim {
             return;
         };
         if method == Method::TrapRepress {
-            let tid = hdr.get(mad::field::TID);
+            let tid = hdr.tid();
             if let Some(t) = self.traps[n.idx()] {
                 if t.tid as u32 == tid.low32() {
                     self.traps[n.idx()] = None;
@@ -869,8 +872,8 @@ impl Sim {
             return;
         }
         let in_port = self.ports[port.idx()].num;
-        let mut data = [0u8; 64];
-        data.copy_from_slice(&mad[smp::field::DATA]);
+        let mut data = [0u8; smp::DATA_LEN];
+        data.copy_from_slice(req.data());
         let answer = Agent {
             nodes: &mut self.nodes,
             ports: &mut self.ports,
@@ -882,16 +885,18 @@ impl Sim {
         let mut out = answer.data;
         if hide_m_key && attr_id == attr::PORT_INFO {
             // IBA 14.2.4.1 protection level 1: PortInfo.M_Key reads 0 without the key.
-            out[..8].fill(0);
+            if let Ok(mut pi) = port_info::Packet::new_checked(&mut out[..]) {
+                pi.set(port_info::field::M_KEY, 0);
+            }
         }
-        mad[smp::field::DATA].copy_from_slice(&out);
+        smp::Packet::from(&mut mad).data_mut().copy_from_slice(&out);
         let mut hz = Hazard::NONE;
         if let Some(f) = &self.nodes[n.idx()].faults {
             hz.add(f);
         }
         // Route the answer back.
         let back = if directed {
-            let mut p = smp::Packet::new_unchecked(&mut mad[..]);
+            let mut p = smp::Packet::from(&mut mad);
             p.set(mad::field::METHOD, Method::GetResp);
             p.set(smp::field::DIRECTION, true);
             p.set(smp::field::DR_STATUS, answer.status.0 & 0x7fff);
@@ -904,7 +909,7 @@ impl Sim {
                 }
                 None => Ok((port, 0)),
             };
-            let dr_slid = smp::Packet::new_unchecked(&mad[..]).get(smp::field::DR_SLID);
+            let dr_slid = smp::Packet::from(&mad).get(smp::field::DR_SLID);
             start
                 .and_then(|(s, h0)| self.dr_back(s, &mut mad, &mut hz).map(|(p, h)| (p, h0 + h)))
                 .and_then(|(p, h)| {
@@ -917,7 +922,7 @@ impl Sim {
                 })
                 .map(|(p, h)| (p, h, Lid::PERMISSIVE))
         } else {
-            let mut p = mad::Packet::new_unchecked(&mut mad[..]);
+            let mut p = mad::Packet::from(&mut mad);
             p.set(mad::field::METHOD, Method::GetResp);
             p.set(mad::field::STATUS, answer.status);
             self.route(port, slid, false, &mut hz)

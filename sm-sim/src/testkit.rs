@@ -23,9 +23,8 @@ use sm_mad::{
     Bytes, Lid, MadStatus, Method, PKey, PortNum, Tid, Wire, attr, lft, mft, pkey_table, sl2vl,
     smp, switch_info,
 };
-use sm_routing::engine::SwitchAr;
 use sm_routing::topo::TopoError;
-use sm_routing::{Options, RouteError, Routes, Topo, engine};
+use sm_routing::{Options, RouteError, Routes, SwitchAr, Topo, engine};
 
 use crate::sim::{EndpointId, SendError, Sim, SimConfig};
 use crate::state::{LFT_CAP, MFT_CAP, PKEY_CAP};

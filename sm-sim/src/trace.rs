@@ -76,7 +76,7 @@ use serde::Serialize;
 use sm_core::fabric::{NodeIdx, NodeKind, PortIdx};
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid, PKey, Sl, Vl};
-use sm_routing::engine::SwitchAr;
+use sm_routing::SwitchAr;
 
 use crate::sim::{MAX_HOPS, Sim};
 

@@ -40,14 +40,14 @@ fn a_ca_link_change_is_noticed_by_its_switch() {
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
     assert!(!sm.switch_info(SW2).unwrap().port_state_change);
-    let hca2 = port(&f, "Hca2", 1);
+    let hca2 = port(&f, "host-2", 1);
     sm.sim.link_down(hca2);
     assert_eq!(state(&sm.sim, hca2), DOWN);
-    assert_eq!(state(&sm.sim, port(&f, "Switch2", 1)), DOWN);
+    assert_eq!(state(&sm.sim, port(&f, "sw-b", 1)), DOWN);
     sm.run(1_000_000);
     assert_eq!(trap_128_from(&mut sm), vec![Lid(3)]);
     assert!(sm.switch_info(SW2).unwrap().port_state_change);
-    assert!(sm.get_pi(HCA2, 1).is_none(), "no way to Hca2");
+    assert!(sm.get_pi(HCA2, 1).is_none(), "no way to host-2");
     sm.sim.link_up(hca2);
     assert_eq!(state(&sm.sim, hca2), INIT);
     assert_eq!(sm.get_pi(HCA2, 1).unwrap().port_state, PortState::Init);
@@ -58,7 +58,7 @@ fn flapping_link_follows_its_schedule() {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
-    let p = port(&f, "Switch1", 3);
+    let p = port(&f, "sw-a", 3);
     let t0 = sm.sim.now() + 1_000;
     sm.sim
         .schedule_fault(
@@ -79,8 +79,8 @@ fn flapping_link_follows_its_schedule() {
     }
     let expect: Vec<bool> = (0..40u64).map(|s| s < 30 && s % 10 < 3).collect();
     assert_eq!(seen, expect);
-    assert_eq!(state(&sm.sim, port(&f, "Switch2", 3)), INIT);
-    // Both switches noticed. Switch2's trap routes over the flapping link and is lost
+    assert_eq!(state(&sm.sim, port(&f, "sw-b", 3)), INIT);
+    // Both switches noticed. sw-b's trap routes over the flapping link and is lost
     // while it is down: its repeat, a trap interval later, gets through.
     assert_eq!(trap_128_from(&mut sm), vec![Lid(2)]);
     sm.run(SimConfig::default().trap_interval_ns);
@@ -102,8 +102,8 @@ fn flapping_link_follows_its_schedule() {
         Err(FaultError::BadFlap)
     );
     assert_eq!(
-        sm.sim.apply_fault(Fault::LinkDown(port(&f, "Switch1", 0))),
-        Err(FaultError::NotACablePort(port(&f, "Switch1", 0).0))
+        sm.sim.apply_fault(Fault::LinkDown(port(&f, "sw-a", 0))),
+        Err(FaultError::NotACablePort(port(&f, "sw-a", 0).0))
     );
 }
 
@@ -112,19 +112,19 @@ fn removed_node_answers_nothing_and_its_links_are_gone() {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
-    let sw2 = node(&f, "Switch2");
+    let sw2 = node(&f, "sw-b");
     sm.sim.remove_node(sw2);
     assert!(sm.get_pi(SW2, 0).is_none());
     assert!(sm.get_pi(HCA2, 1).is_none());
     for num in [3, 5] {
-        let p = port(&f, "Switch1", num);
+        let p = port(&f, "sw-a", num);
         assert_eq!(state(&sm.sim, p), DOWN);
         assert_eq!(sm.sim.port(p).remote, None);
     }
-    assert_eq!(state(&sm.sim, port(&f, "Hca2", 1)), DOWN);
+    assert_eq!(state(&sm.sim, port(&f, "host-2", 1)), DOWN);
     // Link-up cannot bring a removed node back.
-    sm.sim.link_up(port(&f, "Switch1", 3));
-    assert_eq!(state(&sm.sim, port(&f, "Switch1", 3)), DOWN);
+    sm.sim.link_up(port(&f, "sw-a", 3));
+    assert_eq!(state(&sm.sim, port(&f, "sw-a", 3)), DOWN);
     sm.sim.reboot_node(sw2, 0);
     assert!(sm.get_pi(SW2, 0).is_none());
     assert_eq!(trap_128_from(&mut sm), vec![Lid(2)]);
@@ -136,19 +136,19 @@ fn reboot_resets_the_node_and_retrains_its_links() {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
-    // Arm the Switch1 - Switch2 link on both ends first.
+    // Arm the sw-a - sw-b link on both ends first.
     for (path, num) in [(SW1, 3u8), (SW2, 3)] {
         sm.set_pi(path, num, |pi| pi.port_state = PortState::Armed)
             .unwrap();
     }
     assert_eq!(sm.get_pi(SW1, 3).unwrap().port_state, PortState::Armed);
     assert!(sm.lid_reachable(3));
-    let sw2 = node(&f, "Switch2");
+    let sw2 = node(&f, "sw-b");
     sm.sim.reboot_node(sw2, 2_000_000);
     // While it reboots: nothing answers, its links are down on the far ends.
     assert!(sm.get_pi(SW2, 0).is_none());
-    assert_eq!(state(&sm.sim, port(&f, "Switch1", 3)), DOWN);
-    assert_eq!(state(&sm.sim, port(&f, "Hca2", 1)), DOWN);
+    assert_eq!(state(&sm.sim, port(&f, "sw-a", 3)), DOWN);
+    assert_eq!(state(&sm.sim, port(&f, "host-2", 1)), DOWN);
     sm.run(2_000_000);
     // Back at power-up state.
     let pi0 = sm.get_pi(SW2, 0).unwrap();
@@ -158,15 +158,15 @@ fn reboot_resets_the_node_and_retrains_its_links() {
     assert!(si.port_state_change);
     assert_eq!(sm.lft_block0(SW2).unwrap(), [255; 64]);
     for (p, path, num) in [
-        (port(&f, "Switch1", 3), SW1, 3u8),
-        (port(&f, "Switch2", 3), SW2, 3),
-        (port(&f, "Hca2", 1), HCA2, 1),
+        (port(&f, "sw-a", 3), SW1, 3u8),
+        (port(&f, "sw-b", 3), SW2, 3),
+        (port(&f, "host-2", 1), HCA2, 1),
     ] {
         assert_eq!(state(&sm.sim, p), INIT, "{path:?}[{num}]");
         assert_eq!(sm.get_pi(path, num).unwrap().port_state, PortState::Init);
     }
     assert!(!sm.lid_reachable(3), "its LID is gone");
-    // Switch1 noticed (trap); the rebooted switch has no LID to trap with.
+    // sw-a noticed (trap); the rebooted switch has no LID to trap with.
     assert_eq!(trap_128_from(&mut sm), vec![Lid(2)]);
     assert!(!sm.sim.trap_pending(sw2));
 }
@@ -175,7 +175,7 @@ fn reboot_resets_the_node_and_retrains_its_links() {
 fn silent_and_slow_nodes() {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
-    let sw2 = node(&f, "Switch2");
+    let sw2 = node(&f, "sw-b");
     sm.sim.set_silent(sw2, true);
     assert!(sm.get_pi(SW2, 0).is_none());
     assert!(
@@ -208,10 +208,10 @@ fn recabling_moves_a_link_and_both_changes_are_noticed() {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
-    let s2p1 = port(&f, "Switch2", 1);
-    let hca2 = port(&f, "Hca2", 1);
-    let hca1p2 = port(&f, "Hca1", 2);
-    // The cable from Switch2[1] moves from Hca2[1] to Hca1[2].
+    let s2p1 = port(&f, "sw-b", 1);
+    let hca2 = port(&f, "host-2", 1);
+    let hca1p2 = port(&f, "host-1", 2);
+    // The cable from sw-b[1] moves from host-2[1] to host-1[2].
     sm.sim.recable(s2p1, hca1p2).unwrap();
     assert_eq!(sm.sim.port(s2p1).remote, Some(hca1p2));
     assert_eq!(sm.sim.port(hca1p2).remote, Some(s2p1));
@@ -219,7 +219,7 @@ fn recabling_moves_a_link_and_both_changes_are_noticed() {
     assert_eq!(state(&sm.sim, hca2), DOWN);
     assert_eq!(state(&sm.sim, hca1p2), INIT);
     assert_eq!(state(&sm.sim, s2p1), INIT);
-    // Directed route [1,3,1] now ends at Hca1 port 2.
+    // Directed route [1,3,1] now ends at host-1 port 2.
     let ni: sm_mad::node_info::Repr = sm
         .dr(Method::Get, attr::NODE_INFO, 0, HCA2, None)
         .unwrap()
@@ -239,20 +239,20 @@ fn faults_on_one_link_or_one_node() {
         loss: 1.0,
         ..Faults::default()
     };
-    sm.sim.set_link_faults(port(&f, "Switch1", 3), Some(lossy));
+    sm.sim.set_link_faults(port(&f, "sw-a", 3), Some(lossy));
     assert!(sm.get_pi(SW2, 0).is_none(), "lost on the 3-3 link");
     assert!(sm.get_pi(&[1, 5], 0).is_some(), "the 5-5 link is clean");
     assert!(sm.get_pi(HCA3, 1).is_some());
     // Set on one end, it holds for the other end's direction too.
     assert_eq!(
-        sm.sim.port(port(&f, "Switch2", 3)).faults.as_deref(),
+        sm.sim.port(port(&f, "sw-b", 3)).faults.as_deref(),
         Some(&lossy)
     );
-    sm.sim.set_link_faults(port(&f, "Switch2", 3), None);
+    sm.sim.set_link_faults(port(&f, "sw-b", 3), None);
     assert!(sm.get_pi(SW2, 0).is_some());
 
     // A node's faults hit its agent, not what it forwards.
-    let sw2 = node(&f, "Switch2");
+    let sw2 = node(&f, "sw-b");
     sm.sim.set_node_faults(sw2, Some(lossy));
     assert!(sm.get_pi(SW2, 0).is_none());
     assert!(sm.get_pi(HCA2, 1).is_some());
@@ -270,7 +270,7 @@ fn faults_on_one_link_or_one_node() {
     };
     let base = rtt(&mut sm);
     sm.sim.set_link_faults(
-        port(&f, "Switch2", 3),
+        port(&f, "sw-b", 3),
         Some(Faults {
             delay_ns: 7_000,
             ..Faults::default()
@@ -295,7 +295,7 @@ fn noisy_run(seed: u64) -> (Vec<(u64, u64)>, sm_sim::SimStats) {
     };
     let mut sm = Sm::new(&f, cfg);
     sm.sim.set_link_faults(
-        port(&f, "Switch1", 3),
+        port(&f, "sw-a", 3),
         Some(Faults {
             loss: 0.1,
             ..Faults::default()
@@ -342,17 +342,17 @@ fn scenario_drives_the_fabric() {
     let mut sm = Sm::new(&f, SimConfig::default());
     sm.bring_up();
     let text = r#"
-        # Switch2's agent hangs for a while; a cable is pulled and put back.
-        at 0     silent "Switch2"
-        at 2ms   silent "Switch2" off
-        at 3ms   link-down "Hca2"[1]
+        # sw-b's agent hangs for a while; a cable is pulled and put back.
+        at 0     silent "sw-b"
+        at 2ms   silent "sw-b" off
+        at 3ms   link-down "host-2"[1]
         at 4ms   link-up 0x0000000000200001[1]
-        at 5ms   loss 1 link "Switch1"[2]
-        at 6ms   clear-faults link "Hca3"[1]
-        at 7ms   slow "Switch2" 1ms
-        at 8ms   recable "Switch2"[2] "Hca3"[2]
-        at 9ms   reboot "Switch1" down 1ms
-        at 12ms  remove "Hca4"
+        at 5ms   loss 1 link "sw-a"[2]
+        at 6ms   clear-faults link "host-3"[1]
+        at 7ms   slow "sw-b" 1ms
+        at 8ms   recable "sw-b"[2] "host-3"[2]
+        at 9ms   reboot "sw-a" down 1ms
+        at 12ms  remove "host-4"
     "#;
     let s = Scenario::parse("inline.scn", text).unwrap();
     let start = sm.sim.now();
@@ -363,26 +363,26 @@ fn scenario_drives_the_fabric() {
     sm.sim.advance(at(2));
     assert!(sm.get_pi(SW2, 0).is_some());
     sm.sim.advance(at(3));
-    assert_eq!(state(&sm.sim, port(&f, "Hca2", 1)), DOWN);
+    assert_eq!(state(&sm.sim, port(&f, "host-2", 1)), DOWN);
     sm.sim.advance(at(4));
-    assert_eq!(state(&sm.sim, port(&f, "Hca2", 1)), INIT);
+    assert_eq!(state(&sm.sim, port(&f, "host-2", 1)), INIT);
     sm.sim.advance(at(5));
     assert!(sm.get_pi(HCA3, 1).is_none(), "lossy link");
     sm.sim.advance(at(6));
     assert!(sm.get_pi(HCA3, 1).is_some());
     sm.sim.advance(at(8));
-    let hca4 = port(&f, "Hca4", 1);
+    let hca4 = port(&f, "host-4", 1);
     assert_eq!(sm.sim.port(hca4).remote, None);
     assert_eq!(
-        sm.sim.port(port(&f, "Hca3", 2)).remote,
-        Some(port(&f, "Switch2", 2))
+        sm.sim.port(port(&f, "host-3", 2)).remote,
+        Some(port(&f, "sw-b", 2))
     );
     sm.sim.advance(at(9) + 500_000);
     assert!(sm.get_pi(SW1, 0).is_none(), "rebooting");
     sm.sim.advance(at(11));
     assert_eq!(sm.get_pi(SW1, 0).unwrap().lid, Lid(0));
     sm.sim.advance(at(12));
-    assert!(!sm.sim.node(node(&f, "Hca4")).alive);
+    assert!(!sm.sim.node(node(&f, "host-4")).alive);
 }
 
 #[test]
@@ -393,23 +393,23 @@ fn scenario_errors_name_file_line_and_what() {
         sim.load_scenario(&Scenario::parse("x.scn", text).unwrap())
             .unwrap_err()
     };
-    let e = load(&mut sim, "at 0 loss 0.1\nat 1ms remove \"Switch9\"");
+    let e = load(&mut sim, "at 0 loss 0.1\nat 1ms remove \"sw-z\"");
     assert_eq!((e.file.as_str(), e.line), ("x.scn", 2));
-    assert_eq!(e.kind, ScenarioErrorKind::UnknownNode("\"Switch9\"".into()));
-    assert_eq!(e.to_string(), "x.scn:2: no node \"Switch9\"");
-    let e = load(&mut sim, "at 0 link-down \"Hca1\"[3]");
+    assert_eq!(e.kind, ScenarioErrorKind::UnknownNode("\"sw-z\"".into()));
+    assert_eq!(e.to_string(), "x.scn:2: no node \"sw-z\"");
+    let e = load(&mut sim, "at 0 link-down \"host-1\"[3]");
     assert_eq!(
         e.kind,
         ScenarioErrorKind::NoSuchPort {
-            node: "\"Hca1\"".into(),
+            node: "\"host-1\"".into(),
             port: 3
         }
     );
-    let e = load(&mut sim, "at 0 link-down \"Switch1\"[0]");
+    let e = load(&mut sim, "at 0 link-down \"sw-a\"[0]");
     assert!(matches!(e.kind, ScenarioErrorKind::NotLinked(_)));
-    let e = load(&mut sim, "at 0 start-sm \"Switch1\"[3]");
+    let e = load(&mut sim, "at 0 start-sm \"sw-a\"[3]");
     assert!(matches!(e.kind, ScenarioErrorKind::NotAnEndPort(_)), "{e}");
-    let e = load(&mut sim, "at 0 recable \"Hca1\"[2] 0x100001[2]");
+    let e = load(&mut sim, "at 0 recable \"host-1\"[2] 0x100001[2]");
     assert!(matches!(e.kind, ScenarioErrorKind::SelfLink(_)), "{e}");
     let e = load(&mut sim, "at 0 remove 0xdead");
     assert_eq!(
@@ -443,7 +443,7 @@ fn scenario_errors_name_file_line_and_what() {
 fn resolved_faults_from_code() {
     let f = fabric();
     let mut sim = Sim::new(&f, SimConfig::default());
-    let p = port(&f, "Switch1", 2);
+    let p = port(&f, "sw-a", 2);
     sim.schedule_fault(
         1_000,
         Fault::Fault {
@@ -457,7 +457,7 @@ fn resolved_faults_from_code() {
     sim.advance(1_000);
     assert_eq!(sim.port(p).faults.as_deref().unwrap().loss, 0.5);
     assert_eq!(
-        sim.port(port(&f, "Hca3", 1))
+        sim.port(port(&f, "host-3", 1))
             .faults
             .as_deref()
             .unwrap()
@@ -507,12 +507,12 @@ mod random {
     use proptest::prelude::*;
 
     const NODES: &[&str] = &[
-        "\"Switch1\"",
-        "\"Switch2\"",
-        "\"Hca1\"",
-        "\"Hca2\"",
-        "\"Hca3\"",
-        "\"Hca4\"",
+        "\"sw-a\"",
+        "\"sw-b\"",
+        "\"host-1\"",
+        "\"host-2\"",
+        "\"host-3\"",
+        "\"host-4\"",
         "0x200000",
         "0x100001",
         "\"nobody\"",
@@ -581,7 +581,7 @@ mod random {
 fn sm_starts_and_stops_go_to_the_driver_in_time_order() {
     let f = fabric();
     let mut sim = Sim::new(&f, SimConfig::default());
-    let text = "at 2ms stop-sm \"Hca1\"[1]\nat 1ms start-sm \"Switch1\"[0] priority 7";
+    let text = "at 2ms stop-sm \"host-1\"[1]\nat 1ms start-sm \"sw-a\"[0] priority 7";
     sim.load_scenario(&Scenario::parse("sm.scn", text).unwrap())
         .unwrap();
     sim.advance(500_000);
@@ -590,14 +590,14 @@ fn sm_starts_and_stops_go_to_the_driver_in_time_order() {
     assert_eq!(
         sim.poll_sm_event(),
         Some(sm_sim::SmEvent::Start {
-            port: port(&f, "Switch1", 0),
+            port: port(&f, "sw-a", 0),
             priority: 7
         })
     );
     assert_eq!(
         sim.poll_sm_event(),
         Some(sm_sim::SmEvent::Stop {
-            port: port(&f, "Hca1", 1)
+            port: port(&f, "host-1", 1)
         })
     );
     assert_eq!(sim.poll_sm_event(), None);

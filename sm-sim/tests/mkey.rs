@@ -13,7 +13,7 @@ use sm_sim::SimConfig;
 const KEY: u64 = 0x1234_5678_9abc_def0;
 const SECOND: u64 = 1_000_000_000;
 
-/// Hca2 protected at `level` with KEY and lease `lease` seconds; the SM then forgets it.
+/// host-2 protected at `level` with KEY and lease `lease` seconds; the SM then forgets it.
 fn protected(level: u8, lease: u16) -> Sm {
     let f = fabric();
     let mut sm = Sm::new(&f, SimConfig::default());
@@ -36,7 +36,7 @@ fn violations(sm: &mut Sm) -> u16 {
     v
 }
 
-/// A Set(PortInfo) of Hca2 that keeps its settings (state fields say "no change").
+/// A Set(PortInfo) of host-2 that keeps its settings (state fields say "no change").
 fn try_set(sm: &mut Sm) -> bool {
     let pi = sm_mad::port_info::Repr {
         m_key: KEY,
@@ -211,7 +211,7 @@ fn trap_256_describes_the_offending_smp() {
 fn a_reboot_clears_the_key() {
     let f = fabric();
     let mut sm = protected(3, 0);
-    sm.sim.reboot_node(node(&f, "Hca2"), 0);
+    sm.sim.reboot_node(node(&f, "host-2"), 0);
     let pi = sm.get_pi(HCA2, 1).unwrap();
     assert_eq!((pi.m_key, pi.m_key_protect_bits), (0, 0));
 }

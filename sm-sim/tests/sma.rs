@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use sm_core::fabric::{Fabric, PortIdx};
-use sm_core::read_topology;
+use sm_core::read_topology_str;
 use sm_mad::port_info::{self, PortState};
 use sm_mad::smp::{self, Route};
 use sm_mad::{
@@ -15,12 +15,10 @@ use sm_mad::{
 use sm_sim::{EndpointId, Sim, SimConfig};
 
 fn fabric() -> Fabric {
-    let p = Path::new("/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca");
-    assert!(
-        p.exists(),
-        "install ibsim-utils (apt-get install ibsim-utils)"
-    );
-    read_topology(p).unwrap().fabric
+    let net = include_str!("../../testdata/2sw-2path-4ca.net");
+    read_topology_str(net, Path::new("2sw-2path-4ca.net"))
+        .unwrap()
+        .fabric
 }
 
 struct Bench {
@@ -74,12 +72,12 @@ impl Bench {
 #[test]
 fn directed_route_walks_the_path_and_fills_the_return_path() {
     let f = fabric();
-    let mut b = Bench::new(&f, Guid(0x10_0001)); // Hca1 port 1
+    let mut b = Bench::new(&f, Guid(0x10_0001)); // host-1 port 1
     let own = b.dr(Method::Get, attr::NODE_INFO, 0, &[], None).unwrap();
     let ni: node_info::Repr = own.attribute().unwrap();
     assert_eq!((ni.node_guid, ni.local_port_num), (Guid(0x10_0000), 1));
 
-    // Hca1 -> Switch1 (port 3) -> Switch2 (port 1) -> Hca2, as `smpquery -D 0,1,3,1` walks it.
+    // host-1 -> sw-a (port 3) -> sw-b (port 1) -> host-2, as `smpquery -D 0,1,3,1` walks it.
     let r = b
         .dr(Method::Get, attr::PORT_INFO, 1, &[1, 3, 1], None)
         .unwrap();
@@ -99,7 +97,7 @@ fn directed_route_walks_the_path_and_fills_the_return_path() {
         .unwrap()
         .attribute()
         .unwrap();
-    assert_eq!(ni.node_guid, Guid(0x10_0003)); // Hca2 in ibsim's numbering
+    assert_eq!(ni.node_guid, Guid(0x10_0003)); // host-2 in ibsim's numbering
 
     // A path through a port with no cable, or asking a CA to forward, dies silently.
     assert!(
@@ -234,7 +232,7 @@ fn lid_routing_through_programmed_tables_and_traps() {
     let f = fabric();
     let sm_port = f.port_by_guid(Guid(0x10_0001)).unwrap();
     let mut b = Bench::new(&f, Guid(0x10_0001));
-    // LIDs: Hca1 = 1 (the SM), Switch1 = 2, Switch2 = 3.
+    // LIDs: host-1 = 1 (the SM), sw-a = 2, sw-b = 3.
     let set_lid = |lid: u16| {
         move |req: &mut smp::Repr| {
             let pi = port_info::Repr {
@@ -263,7 +261,7 @@ fn lid_routing_through_programmed_tables_and_traps() {
             .status,
         MadStatus::OK
     );
-    // LFTs: Switch1: LID 1 -> port 1, 2 -> 0, 3 -> 3. Switch2: 1 -> 3, 2 -> 3, 3 -> 0.
+    // LFTs: sw-a: LID 1 -> port 1, 2 -> 0, 3 -> 3. sw-b: 1 -> 3, 2 -> 3, 3 -> 0.
     let program = |b: &mut Bench, path: &[u8], ports: [u8; 4]| {
         let top = move |req: &mut smp::Repr| {
             let si = switch_info::Repr {
@@ -308,7 +306,7 @@ fn lid_routing_through_programmed_tables_and_traps() {
         .unwrap();
     let ni: node_info::Repr = r.attribute().unwrap();
     assert_eq!(ni.node_guid, Guid(0x20_0001));
-    assert_eq!(ni.local_port_num, 3, "arrived on Switch2 port 3");
+    assert_eq!(ni.local_port_num, 3, "arrived on sw-b port 3");
     // No entry for LID 4: dropped.
     assert!(
         b.rpc(
@@ -318,7 +316,7 @@ fn lid_routing_through_programmed_tables_and_traps() {
         .is_none()
     );
 
-    // Pull the Switch2 - Hca2 cable: Switch2 traps to its SM (LID 1) until repressed.
+    // Pull the sw-b - host-2 cable: sw-b traps to its SM (LID 1) until repressed.
     let sw2 = f.node_by_guid(Guid(0x20_0001)).unwrap();
     let p = f.port_of(sw2, 1).unwrap();
     b.sim.link_down(p);

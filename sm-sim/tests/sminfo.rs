@@ -41,11 +41,11 @@ fn run(sim: &mut Sim) {
 fn two_sms_exchange_sminfo_by_directed_route() {
     let f = fabric();
     let mut a = Sm::new(&f, SimConfig::default());
-    let b = a.sim.attach(port(&f, "Hca4", 1));
+    let b = a.sim.attach(port(&f, "host-4", 1));
     let a_info = info(0x10_0001, SmState::Discovering);
     let b_info = info(0x10_0007, SmState::Standby);
 
-    // A asks B along Hca1 -> Switch1 -> Switch2 -> Hca4.
+    // A asks B along host-1 -> sw-a -> sw-b -> host-4.
     let tid = a.send(
         Lid::PERMISSIVE,
         smp::Repr::dr_get(Tid(0), attr::SM_INFO, 0, HCA4).unwrap(),
@@ -72,7 +72,7 @@ fn two_sms_exchange_sminfo_by_directed_route() {
     assert_eq!(d.hop_pointer, 0);
     assert_eq!(resp.attribute::<sm_info::Repr>().unwrap(), b_info);
 
-    // And the other way: B asks A along Hca4 -> Switch2 -> Switch1 -> Hca1.
+    // And the other way: B asks A along host-4 -> sw-b -> sw-a -> host-1.
     let q = smp::Repr::dr_get(Tid(99), attr::SM_INFO, 0, &[1, 3, 1]).unwrap();
     a.sim
         .send(b, Lid::PERMISSIVE, &q.to_bytes().unwrap())
@@ -91,7 +91,7 @@ fn sminfo_by_lid_and_set_handover() {
     let f = fabric();
     let mut a = Sm::new(&f, SimConfig::default());
     a.bring_up();
-    let b = a.sim.attach(port(&f, "Hca4", 1));
+    let b = a.sim.attach(port(&f, "host-4", 1));
     // B (LID 6) asks the master (LID 1) by LID.
     let q = smp::Repr::request(Method::Get, Tid(5), attr::SM_INFO, 0, Route::Lid);
     a.sim.send(b, Lid(1), &q.to_bytes().unwrap()).unwrap();
@@ -139,9 +139,9 @@ fn directed_route_with_lid_routed_ends() {
     let f = fabric();
     let mut a = Sm::new(&f, SimConfig::default());
     a.bring_up();
-    let b = a.sim.attach(port(&f, "Hca4", 1));
-    // LID-routed to Switch1 (LID 2), directed out of its port 5 to Switch2, LID-routed to
-    // Hca4 (DrDLID 6); the answer comes back to DrSLID 1.
+    let b = a.sim.attach(port(&f, "host-4", 1));
+    // LID-routed to sw-a (LID 2), directed out of its port 5 to sw-b, LID-routed to
+    // host-4 (DrDLID 6); the answer comes back to DrSLID 1.
     let mut q = smp::Repr::dr_get(Tid(0), attr::SM_INFO, 0, &[5]).unwrap();
     if let Route::Directed(d) = &mut q.route {
         d.dr_slid = Lid(1);
@@ -162,7 +162,7 @@ fn directed_route_with_lid_routed_ends() {
     assert_eq!(back.len(), 1);
     let resp = smp::Repr::parse(&back[0].mad).unwrap();
     assert_eq!((resp.method, resp.tid), (Method::GetResp, tid));
-    // The same path to an agent: Get(NodeInfo) of Hca4.
+    // The same path to an agent: Get(NodeInfo) of host-4.
     let mut q = smp::Repr::dr_get(Tid(0), attr::NODE_INFO, 0, &[5]).unwrap();
     if let Route::Directed(d) = &mut q.route {
         d.dr_slid = Lid(1);
@@ -180,7 +180,7 @@ fn sminfo_to_a_port_without_sm_gets_no_answer() {
     let before = a.sim.stats().dropped;
     assert!(
         a.dr(Method::Get, attr::SM_INFO, 0, HCA2, None).is_none(),
-        "nobody listens on Hca2"
+        "nobody listens on host-2"
     );
     assert_eq!(a.sim.stats().dropped, before + 1);
 }

@@ -1,15 +1,21 @@
 //! Cross-crate integration tests live in `tests/tests/`; this library is their shared support:
-//! finding the real InfiniBand tools, scratch directories, and ibsim running in a private
-//! network namespace ([`Ibsim`]) with every client (diag tools, `ibsm`) entering it.
+//! the fabric files of `testdata/`, finding the real InfiniBand tools and the `ibsm` binary,
+//! scratch directories, and ibsim running in a private network namespace ([`Ibsim`]) with
+//! every client (diag tools, `ibsm`) entering it.
 //!
 //! The tools are required: a missing one fails the test with an install hint.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
+
+use sm_core::fabric::Fabric;
+use sm_core::read_topology_str;
+use sm_mad::{Guid, Lid};
 
 /// What to install when a tool is missing.
 pub const INSTALL: &str =
@@ -52,25 +58,38 @@ pub fn shim() -> PathBuf {
         .unwrap_or_else(|| panic!("libumad2sim.so not found; {INSTALL}"))
 }
 
-/// The `ibsm` binary of this build: `$IBSM_BIN`, or `ibsm` beside the test's `deps/`
-/// directory (`cargo test --workspace` builds it).
-pub fn ibsm_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("IBSM_BIN") {
-        return PathBuf::from(p);
-    }
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|d| d.join("ibsm"))
-        .unwrap();
-    assert!(
-        bin.is_file(),
-        "{} not found: build it first (cargo build -p sm-daemon, or cargo test --workspace), \
-         or point IBSM_BIN at it",
-        bin.display()
-    );
-    bin
+/// The `ibsm` binary the tests run: `$IBSM_BIN` when set (a release build, say), else the
+/// `ibsm-under-test` binary this package builds from sm-daemon's sources with its tests (see
+/// `tests/Cargo.toml`), so `cargo test -p ibsm-tests` needs no other build first. A macro:
+/// cargo passes that binary's path only to integration tests, when they compile.
+#[macro_export]
+macro_rules! ibsm_bin {
+    () => {
+        $crate::ibsm_bin_or(env!("CARGO_BIN_EXE_ibsm-under-test"))
+    };
+}
+
+/// `$IBSM_BIN`, or `built`; see [`ibsm_bin!`].
+pub fn ibsm_bin_or(built: &str) -> PathBuf {
+    std::env::var_os("IBSM_BIN").map_or_else(|| PathBuf::from(built), PathBuf::from)
+}
+
+/// The text of a fabric file of the workspace's `testdata/` (see its README: our own small
+/// fabrics, shared with sm-core's and sm-sim's tests).
+pub fn fabric_file(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The LID of every end port that has a link (CA ports, a switch's port 0), by port GUID.
+pub fn end_port_lids(f: &Fabric) -> BTreeMap<Guid, Lid> {
+    f.end_ports()
+        .map(|p| f.port(p))
+        .filter(|p| p.num == 0 || p.remote.is_some())
+        .map(|p| (p.guid, p.lid))
+        .collect()
 }
 
 /// A scratch directory, kept when the test fails so its logs can be read.
@@ -124,6 +143,17 @@ pub fn poll<T>(limit: Duration, step: Duration, mut f: impl FnMut() -> Option<T>
 pub struct Background(pub Child);
 
 impl Background {
+    /// Stops it (SIGTERM) unless it has ended, and returns how it ended.
+    pub fn terminate(&mut self) -> ExitStatus {
+        if let Ok(None) = self.0.try_wait() {
+            Command::new("kill")
+                .args(["-TERM", &self.0.id().to_string()])
+                .status()
+                .unwrap();
+        }
+        self.0.wait().unwrap()
+    }
+
     /// Stops it now (SIGTERM) and waits for it.
     pub fn stop(&mut self) {
         if let Ok(None) = self.0.try_wait() {
@@ -265,6 +295,26 @@ impl Ibsim {
             .current_dir(&self.dir)
             .stdin(Stdio::null());
         c
+    }
+
+    /// `ibsm` (the binary at `bin`, see [`ibsm_bin!`]) with `args` inside the namespace,
+    /// attached to `host` (ibsim's `SIM_HOST`: a node name of the fabric file; `None`: the
+    /// shim's default, the file's first node), logging at info level without colours.
+    pub fn ibsm(&self, bin: &Path, host: Option<&str>, args: &[&str], secs: u32) -> Command {
+        let mut c = self.command(bin, args, secs);
+        c.env("RUST_LOG", "info").env("NO_COLOR", "1");
+        if let Some(h) = host {
+            c.env("SIM_HOST", h);
+        }
+        c
+    }
+
+    /// What `ibnetdiscover` (from the shim's default node) finds, parsed.
+    pub fn discover(&self) -> Fabric {
+        let text = self.tool_ok(&["ibnetdiscover"], 60);
+        read_topology_str(&text, &self.dir.join("ibnetdiscover.out"))
+            .unwrap_or_else(|e| panic!("ibnetdiscover output does not parse: {e}\n{text}"))
+            .fabric
     }
 
     /// Runs a diag tool (found on PATH) through the shim and returns its output.

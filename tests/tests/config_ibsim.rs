@@ -7,28 +7,28 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin};
+use ibsm_tests::{Ibsim, Scratch, fabric_file, ibsm_bin};
 use sm_core::lid::LidStore;
 use sm_mad::Guid;
 
-const NET: &str = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca2port";
-
-/// Hca2's port 1 (ibsim numbers a node's ports after its node GUID, 0x100003).
+/// host-2's port 1 (ibsim numbers a node's ports after its node GUID, 0x100003).
 const HCA2_PORT1: Guid = Guid(0x0000_0000_0010_0004);
 
-/// ibsim on the two-port example; the SM runs as Hca2.
+/// ibsim on two switches and two two-port hosts; the SM runs as host-2.
 fn start(name: &str) -> (Scratch, Ibsim) {
     let dir = Scratch::new("config-ibsim", name);
-    let net = std::fs::read_to_string(NET)
-        .unwrap_or_else(|e| panic!("{NET}: {e}; install with: apt-get install ibsim-utils"));
-    std::fs::write(dir.path().join("net"), net).unwrap();
+    std::fs::write(
+        dir.path().join("net"),
+        fabric_file("2sw-2path-2ca-2port.net"),
+    )
+    .unwrap();
     let sim = Ibsim::start(dir.path(), "net", &[], false);
     (dir, sim)
 }
 
 fn ibsm(sim: &Ibsim, args: &[&str], secs: u32) -> Command {
-    let mut c = sim.command(&ibsm_bin(), args, secs);
-    c.env("RUST_LOG", "info").env("SIM_HOST", "Hca2");
+    let mut c = sim.command(&ibsm_bin!(), args, secs);
+    c.env("RUST_LOG", "info").env("SIM_HOST", "host-2");
     c
 }
 
@@ -63,7 +63,7 @@ fn port_guid_picks_the_umad_port() {
     let lid = store.get(HCA2_PORT1).unwrap().base.0;
     assert_eq!(u64::from(lid), report["sm_lid"].as_u64().unwrap());
 
-    // Hca1's port is not local to this SM: an error naming the GUID and what is there.
+    // host-1's port is not local to this SM: an error naming the GUID and what is there.
     std::fs::write(
         dir.path().join("elsewhere.toml"),
         "[sm]\nport_guid = \"0x0000000000100001\"\n",

@@ -1,4 +1,4 @@
-//! Several SMs on one ibsim fabric (ibsim's `net.2sw2path4hca`), each through its own
+//! Several SMs on one ibsim fabric (`testdata/2sw-2path-4ca.net`), each through its own
 //! libumad2sim client on its own node: ibsm and OpenSM elect the higher priority as master
 //! whichever starts first, each hands the subnet over to a better one of the other, and a
 //! standby (ibsm or OpenSM) takes over when an ibsm master stops, keeping every LID.
@@ -12,17 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
-use ibsm_tests::{Background, Ibsim, Scratch, ibsm_bin, program, wait_for_text};
-use sm_core::fabric::Fabric;
-use sm_core::read_topology_str;
+use ibsm_tests::{
+    Background, Ibsim, Scratch, end_port_lids, fabric_file, ibsm_bin, program, wait_for_text,
+};
 use sm_mad::Guid;
 
-const NET: &str = "/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca";
-
 fn start_sim(dir: &Path) -> Ibsim {
-    let net = std::fs::read_to_string(NET)
-        .unwrap_or_else(|e| panic!("{NET}: {e}; apt-get install ibsim-utils"));
-    std::fs::write(dir.join("fabric.net"), net).unwrap();
+    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
     Ibsim::start(dir, "fabric.net", &[], false)
 }
 
@@ -30,11 +26,8 @@ fn start_sim(dir: &Path) -> Ibsim {
 fn ibsm(sim: &Ibsim, host: &str, args: &[&str], log: &str) -> Background {
     let mut all = vec!["run", "--umad"];
     all.extend_from_slice(args);
-    let mut c = sim.command(&ibsm_bin(), &all, 300);
-    c.env("SIM_HOST", host)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::null())
+    let mut c = sim.ibsm(&ibsm_bin!(), Some(host), &all, 300);
+    c.stdout(Stdio::null())
         .stderr(std::fs::File::create(sim.dir.join(log)).unwrap());
     Background(c.spawn().unwrap())
 }
@@ -79,37 +72,27 @@ fn sminfo(sim: &Ibsim, host: &str, lid: Option<u16>) -> (Guid, String) {
         .split("sm guid ")
         .nth(1)
         .and_then(|r| r.split(',').next())
-        .and_then(|g| u64::from_str_radix(g.trim_start_matches("0x"), 16).ok())
+        .and_then(|g| g.trim().parse::<Guid>().ok())
         .unwrap_or_else(|| panic!("sminfo: {text}{}", String::from_utf8_lossy(&out.stderr)));
     let state = text
         .split_whitespace()
         .last()
         .unwrap_or_default()
         .to_string();
-    (Guid(guid), state)
-}
-
-/// The fabric as ibnetdiscover (run from the default node) sees it.
-fn discovered(sim: &Ibsim) -> Fabric {
-    let text = sim.tool_ok(&["ibnetdiscover"], 60);
-    read_topology_str(&text, &sim.dir.join("ibnetdiscover.out"))
-        .unwrap()
-        .fabric
+    (guid, state)
 }
 
 /// Port GUID of every end port with its LID, as ibnetdiscover reports them.
 fn lids(sim: &Ibsim) -> BTreeMap<Guid, u16> {
-    let f = discovered(sim);
-    f.end_ports()
-        .map(|p| f.port(p))
-        .filter(|p| p.num == 0 || p.remote.is_some())
-        .map(|p| (p.guid, p.lid.0))
+    end_port_lids(&sim.discover())
+        .into_iter()
+        .map(|(g, lid)| (g, lid.0))
         .collect()
 }
 
 /// Port GUID of a host's port 1 in ibsim's numbering of this fabric.
 fn hca_port_guid(sim: &Ibsim, host: &str) -> Guid {
-    let f = discovered(sim);
+    let f = sim.discover();
     f.end_ports()
         .map(|p| f.port(p))
         .find(|p| f.node(p.node).description.contains(host) && p.remote.is_some())
@@ -121,13 +104,14 @@ fn hca_port_guid(sim: &Ibsim, host: &str) -> Guid {
 fn ibsm_stands_by_for_a_better_opensm() {
     let scratch = Scratch::new("election", "standby");
     let sim = start_sim(scratch.path());
-    let _osm = opensm(&sim, "Hca1", 10);
-    wait_for_log(&sim, "osm-Hca1/osm.log", "SUBNET UP", 60);
-    let master = hca_port_guid(&sim, "Hca1");
+    let _osm = opensm(&sim, "host-1", 10);
+    wait_for_log(&sim, "osm-host-1/osm.log", "SUBNET UP", 60);
+    let master = hca_port_guid(&sim, "host-1");
     let before = lids(&sim);
     let out = sim
-        .command(
-            &ibsm_bin(),
+        .ibsm(
+            &ibsm_bin!(),
+            Some("host-2"),
             &[
                 "run",
                 "--umad",
@@ -139,7 +123,6 @@ fn ibsm_stands_by_for_a_better_opensm() {
             ],
             60,
         )
-        .env("SIM_HOST", "Hca2")
         .output()
         .unwrap();
     let report: serde_json::Value = serde_json::from_slice(&out.stdout)
@@ -154,7 +137,10 @@ fn ibsm_stands_by_for_a_better_opensm() {
     assert_eq!(report["master_guid"], master.to_string());
     assert_eq!(report["port_info_sets"], 0, "a standby sets nothing");
     assert_eq!(report["lft_blocks_sent"], 0);
-    assert_eq!(sminfo(&sim, "Hca3", None), (master, "SMINFO_MASTER".into()));
+    assert_eq!(
+        sminfo(&sim, "host-3", None),
+        (master, "SMINFO_MASTER".into())
+    );
     assert_eq!(lids(&sim), before, "nothing was reprogrammed");
 }
 
@@ -162,20 +148,20 @@ fn ibsm_stands_by_for_a_better_opensm() {
 fn opensm_stands_by_for_a_better_ibsm() {
     let scratch = Scratch::new("election", "osm-standby");
     let sim = start_sim(scratch.path());
-    let _ibsm = ibsm(&sim, "Hca1", &["--priority", "10"], "ibsm.log");
+    let _ibsm = ibsm(&sim, "host-1", &["--priority", "10"], "ibsm.log");
     wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
-    let _osm = opensm(&sim, "Hca2", 0);
-    wait_for_log(&sim, "osm-Hca2/osm.log", "Entering STANDBY state", 60);
-    let ours = hca_port_guid(&sim, "Hca1");
-    assert_eq!(sminfo(&sim, "Hca3", None), (ours, "SMINFO_MASTER".into()));
-    let log = std::fs::read_to_string(sim.dir.join("osm-Hca2/osm.log")).unwrap();
+    let _osm = opensm(&sim, "host-2", 0);
+    wait_for_log(&sim, "osm-host-2/osm.log", "Entering STANDBY state", 60);
+    let ours = hca_port_guid(&sim, "host-1");
+    assert_eq!(sminfo(&sim, "host-3", None), (ours, "SMINFO_MASTER".into()));
+    let log = std::fs::read_to_string(sim.dir.join("osm-host-2/osm.log")).unwrap();
     assert!(
         !log.contains("Entering MASTER state"),
         "OpenSM took the subnet:\n{log}"
     );
     // ibsm's SA lists both SMs (SMInfoRecord), OpenSM with its priority.
-    let theirs = hca_port_guid(&sim, "Hca2");
-    let out = sim.script("SIM_HOST=Hca3 t saquery SMIR", 30);
+    let theirs = hca_port_guid(&sim, "host-2");
+    let out = sim.script("SIM_HOST=host-3 t saquery SMIR", 30);
     let text = String::from_utf8_lossy(&out.stdout);
     let records: Vec<&str> = text.split("SMInfoRecord dump:").skip(1).collect();
     assert_eq!(records.len(), 2, "{text}");
@@ -193,26 +179,26 @@ fn opensm_stands_by_for_a_better_ibsm() {
 fn ibsm_hands_the_subnet_over_to_a_better_opensm() {
     let scratch = Scratch::new("election", "handover");
     let sim = start_sim(scratch.path());
-    let _ibsm = ibsm(&sim, "Hca1", &["--priority", "3"], "ibsm.log");
+    let _ibsm = ibsm(&sim, "host-1", &["--priority", "3"], "ibsm.log");
     wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
     let before = lids(&sim);
     // OpenSM finds a lesser master, stands by, and asks for the subnet with a trap 144;
     // ibsm's heavy sweep then hands it over.
-    let _osm = opensm(&sim, "Hca2", 10);
+    let _osm = opensm(&sim, "host-2", 10);
     wait_for_log(&sim, "ibsm.log", "handover accepted", 60);
     wait_for_log(&sim, "ibsm.log", "entering STANDBY state", 10);
-    wait_for_log(&sim, "osm-Hca2/osm.log", "Entering MASTER state", 30);
+    wait_for_log(&sim, "osm-host-2/osm.log", "Entering MASTER state", 30);
     // OpenSM's sweep as master does not finish under ibsim: ibsim drops every TrapRepress,
     // so the trap 144 OpenSM sent stays outstanding (the shim never times a MAD out) and
     // OpenSM waits for it. Each SM's own SMInfo is the witness here.
-    let theirs = hca_port_guid(&sim, "Hca2");
-    let ours = hca_port_guid(&sim, "Hca1");
+    let theirs = hca_port_guid(&sim, "host-2");
+    let ours = hca_port_guid(&sim, "host-1");
     assert_eq!(
-        sminfo(&sim, "Hca3", Some(before[&theirs])),
+        sminfo(&sim, "host-3", Some(before[&theirs])),
         (theirs, "SMINFO_MASTER".into())
     );
     assert_eq!(
-        sminfo(&sim, "Hca3", Some(before[&ours])),
+        sminfo(&sim, "host-3", Some(before[&ours])),
         (ours, "SMINFO_STANDBY".into())
     );
 }
@@ -230,12 +216,12 @@ fn a_standby_ibsm_takes_over_when_the_master_stops() {
         ),
     )
     .unwrap();
-    let mut master = ibsm(&sim, "Hca1", &["--priority", "9"], "master.log");
+    let mut master = ibsm(&sim, "host-1", &["--priority", "9"], "master.log");
     wait_for_log(&sim, "master.log", "sweeping until", 60);
     let before = lids(&sim);
     let _standby = ibsm(
         &sim,
-        "Hca2",
+        "host-2",
         &["--priority", "2", "--config", conf.to_str().unwrap()],
         "standby.log",
     );
@@ -243,11 +229,11 @@ fn a_standby_ibsm_takes_over_when_the_master_stops() {
     master.stop();
     wait_for_log(&sim, "standby.log", "master lost", 30);
     wait_for_log(&sim, "standby.log", "SUBNET UP", 30);
-    let new = hca_port_guid(&sim, "Hca2");
-    assert_eq!(sminfo(&sim, "Hca3", None), (new, "SMINFO_MASTER".into()));
+    let new = hca_port_guid(&sim, "host-2");
+    assert_eq!(sminfo(&sim, "host-3", None), (new, "SMINFO_MASTER".into()));
     assert_eq!(lids(&sim), before, "the new master keeps every LID");
     // CAs reach one another through the new master's tables.
-    let cas: Vec<u16> = ["Hca1", "Hca2", "Hca3", "Hca4"]
+    let cas: Vec<u16> = ["host-1", "host-2", "host-3", "host-4"]
         .iter()
         .map(|h| before[&hca_port_guid(&sim, h)])
         .collect();
@@ -265,16 +251,16 @@ fn a_standby_ibsm_takes_over_when_the_master_stops() {
 fn opensm_hands_the_subnet_over_to_a_better_ibsm() {
     let scratch = Scratch::new("election", "osm-handover");
     let sim = start_sim(scratch.path());
-    let _osm = opensm(&sim, "Hca1", 3);
-    wait_for_log(&sim, "osm-Hca1/osm.log", "SUBNET UP", 60);
+    let _osm = opensm(&sim, "host-1", 3);
+    wait_for_log(&sim, "osm-host-1/osm.log", "SUBNET UP", 60);
     let before = lids(&sim);
-    let _ibsm = ibsm(&sim, "Hca2", &["--priority", "10"], "ibsm.log");
+    let _ibsm = ibsm(&sim, "host-2", &["--priority", "10"], "ibsm.log");
     // OpenSM sees a better SM (standing by, or still discovering) and hands over.
     wait_for_log(&sim, "ibsm.log", "handover received", 60);
     wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
-    wait_for_log(&sim, "osm-Hca1/osm.log", "Entering STANDBY state", 30);
-    let ours = hca_port_guid(&sim, "Hca2");
-    assert_eq!(sminfo(&sim, "Hca3", None), (ours, "SMINFO_MASTER".into()));
+    wait_for_log(&sim, "osm-host-1/osm.log", "Entering STANDBY state", 30);
+    let ours = hca_port_guid(&sim, "host-2");
+    assert_eq!(sminfo(&sim, "host-3", None), (ours, "SMINFO_MASTER".into()));
     assert_eq!(lids(&sim), before, "ibsm keeps the LIDs OpenSM gave");
 }
 
@@ -282,19 +268,22 @@ fn opensm_hands_the_subnet_over_to_a_better_ibsm() {
 fn a_standby_opensm_takes_over_from_a_dead_ibsm() {
     let scratch = Scratch::new("election", "osm-failover");
     let sim = start_sim(scratch.path());
-    let mut master = ibsm(&sim, "Hca1", &["--priority", "9"], "ibsm.log");
+    let mut master = ibsm(&sim, "host-1", &["--priority", "9"], "ibsm.log");
     wait_for_log(&sim, "ibsm.log", "sweeping until", 60);
     let before = lids(&sim);
     let _osm = opensm_with(
         &sim,
-        "Hca2",
+        "host-2",
         1,
         &["sminfo_polling_timeout 500", "polling_retry_number 2"],
     );
-    wait_for_log(&sim, "osm-Hca2/osm.log", "Entering STANDBY state", 60);
+    wait_for_log(&sim, "osm-host-2/osm.log", "Entering STANDBY state", 60);
     master.stop();
-    wait_for_log(&sim, "osm-Hca2/osm.log", "SUBNET UP", 60);
-    let theirs = hca_port_guid(&sim, "Hca2");
-    assert_eq!(sminfo(&sim, "Hca3", None), (theirs, "SMINFO_MASTER".into()));
+    wait_for_log(&sim, "osm-host-2/osm.log", "SUBNET UP", 60);
+    let theirs = hca_port_guid(&sim, "host-2");
+    assert_eq!(
+        sminfo(&sim, "host-3", None),
+        (theirs, "SMINFO_MASTER".into())
+    );
     assert_eq!(lids(&sim), before, "OpenSM keeps the LIDs ibsm gave");
 }

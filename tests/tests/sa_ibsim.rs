@@ -1,8 +1,8 @@
 //! ibsm's SA under ibsim, compared with OpenSM's on the same fabric. For each fabric:
 //!
 //! - ibsim in one network namespace with `ibsm run --umad` kept running in the background
-//!   (from its scratch directory), and ibsim in another with OpenSM, both SMs on Hca1's
-//!   port (the same port GUID);
+//!   (from its scratch directory), and ibsim in another with OpenSM, both SMs on the same
+//!   host's port (the same port GUID);
 //! - `saquery` from another node of each fabric: NodeRecord and PortInfoRecord of every end
 //!   port (and every switch port), PathRecord between CA pairs, SwitchInfoRecord of every
 //!   switch, LinkRecord of every CA port, SMInfoRecord — single-record queries only (the
@@ -20,14 +20,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Stdio;
 
-use ibsm_tests::{Background, Ibsim, Scratch, ibsm_bin, program, wait_for_text};
+use ibsm_tests::{
+    Background, Ibsim, Scratch, end_port_lids, fabric_file, ibsm_bin, program, wait_for_text,
+};
 use sm_core::fabric::{Fabric, NodeKind};
 use sm_core::generate::{FatTree2, GenSpec, IbsimLimits, generate};
 use sm_core::read_topology_str;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 use sm_mad::Guid;
-
-const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
 
 /// Fields that legitimately differ between the two SMs: (record, field, why).
 const IGNORED: &[(&str, &str, &str)] = &[(
@@ -48,15 +48,13 @@ struct Case {
     max_pairs: usize,
 }
 
+/// A fabric file of `testdata/` with hosts `host-1` (the SMs) and `host-2` (the client).
 fn example(name: &'static str) -> Case {
-    let path = Path::new(EXAMPLES).join(name);
-    let net = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}; apt-get install ibsim-utils", path.display()));
     Case {
         name,
-        net,
-        sm_host: "Hca1".into(),
-        client: "Hca2".into(),
+        net: fabric_file(name),
+        sm_host: "host-1".into(),
+        client: "host-2".into(),
         max_pairs: 64,
     }
 }
@@ -105,12 +103,8 @@ fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let child = if ours {
-        let mut c = sim.command(&ibsm_bin(), &["run", "--umad"], 300);
-        c.env("SIM_HOST", &case.sm_host)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(log);
+        let mut c = sim.ibsm(&ibsm_bin!(), Some(&case.sm_host), &["run", "--umad"], 300);
+        c.stdout(Stdio::null()).stderr(log);
         c.spawn().unwrap()
     } else {
         let osm = dir.join("osm");
@@ -134,18 +128,11 @@ fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
     } else {
         wait_for_text(&dir.join("osm/osm.log"), "SUBNET UP", 60);
     }
-    let text = sim.tool_ok(&["ibnetdiscover"], 60);
-    let f = read_topology_str(&text, &dir.join("ibnetdiscover.out"))
-        .unwrap()
-        .fabric;
-    let mut guid_of = BTreeMap::new();
-    for p in f.end_ports() {
-        let port = f.port(p);
-        let linked = port.num == 0 || port.remote.is_some();
-        if linked && port.lid.0 != 0 {
-            guid_of.insert(port.lid.0, port.guid);
-        }
-    }
+    let guid_of: BTreeMap<u16, Guid> = end_port_lids(&sim.discover())
+        .into_iter()
+        .filter(|(_, lid)| lid.0 != 0)
+        .map(|(g, lid)| (lid.0, g))
+        .collect();
     let lid_of = guid_of.iter().map(|(&l, &g)| (g, l)).collect();
     World {
         sim,
@@ -377,8 +364,7 @@ fn check(case: Case) {
     // NodeRecords against the fabric itself.
     for (q, x) in qs.iter().zip(&xa).filter(|(q, _)| q.0 == "NodeRecord") {
         let r = &records(x)[0];
-        let g: Guid =
-            Guid(u64::from_str_radix(r["port_guid"].trim_start_matches("0x"), 16).unwrap());
+        let g: Guid = r["port_guid"].parse().unwrap();
         let p = topo
             .port_by_guid(g)
             .unwrap_or_else(|| panic!("{}: port {g} not in the fabric", q.1));
@@ -459,8 +445,8 @@ fn check(case: Case) {
 }
 
 #[test]
-fn sa_matches_opensm_on_2sw2path4hca2port() {
-    check(example("net.2sw2path4hca2port"));
+fn sa_matches_opensm_on_dual_port_hosts() {
+    check(example("2sw-2path-2ca-2port.net"));
 }
 
 /// 2-level fat-tree, 18 hosts: more PathRecord pairs through more switches.

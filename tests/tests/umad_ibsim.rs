@@ -17,28 +17,28 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use ibsm_tests::{Ibsim, Scratch, ibsm_bin, poll};
+use ibsm_tests::{
+    Background, Ibsim, Scratch, end_port_lids, fabric_file, ibsm_bin, poll, wait_for_text,
+};
 use sm_core::dump::{Lfts, read_lfts, read_lfts_str};
-use sm_core::fabric::{Fabric, NodeKind};
+use sm_core::fabric::NodeKind;
 use sm_core::generate::{FatTree2, FatTree3, GenSpec, Grid, IbsimLimits, Random, generate};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 use sm_mad::{Guid, Lid};
 
-const EXAMPLES: &str = "/usr/share/doc/ibsim-utils/net-examples";
-
 /// What the test expects of one fabric.
 struct Case {
     name: &'static str,
     /// The net file's text.
     net: String,
-    /// `SIM_HOST` for the SM (a CA node id of the file); `None`: the file's first node.
+    /// `SIM_HOST` for the SM (a CA node name of the file); `None`: the file's first node.
     sm_host: Option<&'static str>,
     /// Node description of the SM's node, to find its port in what ibnetdiscover sees.
     sm_desc: String,
@@ -48,17 +48,11 @@ struct Case {
     max_ports: usize,
 }
 
+/// A fabric file of `testdata/`.
 fn example(name: &'static str, sm_host: &'static str) -> Case {
-    let path = Path::new(EXAMPLES).join(name);
-    let net = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; install with: apt-get install ibsim-utils",
-            path.display()
-        )
-    });
     Case {
         name,
-        net,
+        net: fabric_file(name),
         sm_host: Some(sm_host),
         sm_desc: sm_host.to_string(),
         max_pairs: 200,
@@ -83,21 +77,6 @@ fn generated(name: &'static str, spec: GenSpec, max_pairs: usize, max_ports: usi
     }
 }
 
-/// Removes ANSI colour codes from a log line.
-fn plain(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut esc = false;
-    for c in s.chars() {
-        match (esc, c) {
-            (false, '\u{1b}') => esc = true,
-            (true, 'm') => esc = false,
-            (true, _) => {}
-            (false, c) => out.push(c),
-        }
-    }
-    out
-}
-
 /// Whether the shim left a fake sysfs directory behind (it removes it at a clean exit).
 fn leftover_sysfs(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -109,12 +88,7 @@ fn leftover_sysfs(dir: &Path) -> BTreeSet<String> {
 }
 
 fn ibsm(sim: &Ibsim, case: &Case, args: &[&str], secs: u32) -> Command {
-    let mut c = sim.command(&ibsm_bin(), args, secs);
-    c.env("RUST_LOG", "info").env("NO_COLOR", "1");
-    if let Some(h) = case.sm_host {
-        c.env("SIM_HOST", h);
-    }
-    c
+    sim.ibsm(&ibsm_bin!(), case.sm_host, args, secs)
 }
 
 /// A tiny seeded generator for sampling pairs (no dependency, same sample every run).
@@ -145,36 +119,6 @@ fn pairs(items: &[u16], max: usize) -> Vec<(u16, u16)> {
         picked.insert(all[rng.below(all.len())]);
     }
     picked.into_iter().collect()
-}
-
-/// What ibnetdiscover shows, parsed, with the LID ibsm gave every end port.
-struct Seen {
-    fabric: Fabric,
-    /// LID per port GUID, for the end ports with a link (CA ports and switch port 0).
-    lids: BTreeMap<Guid, Lid>,
-}
-
-fn discover(sim: &Ibsim, dir: &Path) -> Seen {
-    let text = sim.tool_ok(&["ibnetdiscover"], 60);
-    let fabric = read_topology_str(&text, &dir.join("ibnetdiscover.out"))
-        .unwrap_or_else(|e| panic!("ibnetdiscover output does not parse: {e}\n{text}"))
-        .fabric;
-    let mut lids = BTreeMap::new();
-    for n in fabric.nodes().iter().enumerate() {
-        let idx = sm_core::NodeIdx(n.0 as u32);
-        for p in fabric.node_ports(idx) {
-            let port = fabric.port(p);
-            let end = if n.1.kind == NodeKind::Switch {
-                port.num == 0
-            } else {
-                port.remote.is_some()
-            };
-            if end {
-                lids.insert(port.guid, port.lid);
-            }
-        }
-    }
-    Seen { fabric, lids }
 }
 
 /// The value of `Field:.....value` in smpquery output.
@@ -288,23 +232,23 @@ fn check(case: Case) {
     let ours: Lfts = read_lfts(&dir.join("dump/opensm-lfts.dump")).unwrap();
 
     // 2. ibnetdiscover: every node, with our LIDs.
-    let seen = discover(&sim, dir);
-    let got = seen.fabric.counts();
+    let f = &sim.discover();
+    let got = f.counts();
     assert_eq!(
         (got.nodes, got.switches, got.cas, got.links),
         (want.nodes, want.switches, want.cas, want.links)
     );
-    for (&guid, &lid) in &seen.lids {
+    let lids = end_port_lids(f);
+    for (&guid, &lid) in &lids {
         let assigned = store
             .get(guid)
             .unwrap_or_else(|| panic!("{guid}: no LID in ibsm's guid2lid"));
         assert_eq!(lid, assigned.base, "port {guid}: fabric LID vs ibsm's");
         assert!(lid.0 != 0);
     }
-    let distinct: BTreeSet<Lid> = seen.lids.values().copied().collect();
-    assert_eq!(distinct.len(), seen.lids.len(), "LIDs are not unique");
+    let distinct: BTreeSet<Lid> = lids.values().copied().collect();
+    assert_eq!(distinct.len(), lids.len(), "LIDs are not unique");
     // The SM runs where we put it.
-    let f = &seen.fabric;
     let sm_node = f
         .nodes()
         .iter()
@@ -459,18 +403,18 @@ fn check(case: Case) {
 }
 
 #[test]
-fn example_net() {
-    check(example("net", "Hca1"));
+fn two_switches_two_hosts() {
+    check(example("2sw-2ca.net", "host-1"));
 }
 
 #[test]
-fn example_2sw2path4hca() {
-    check(example("net.2sw2path4hca", "Hca1"));
+fn two_switches_two_paths_four_hosts() {
+    check(example("2sw-2path-4ca.net", "host-1"));
 }
 
 #[test]
-fn example_2sw2path4hca2port() {
-    check(example("net.2sw2path4hca2port", "Hca1"));
+fn two_switches_two_paths_dual_port_hosts() {
+    check(example("2sw-2path-2ca-2port.net", "host-1"));
 }
 
 #[test]
@@ -525,7 +469,7 @@ fn random_graph() {
 /// both ends, the SM represses them and sweeps, and traffic follows the fabric.
 #[test]
 fn traps_reroute_around_a_link_and_back() {
-    let case = example("net.2sw2path4hca", "Hca1");
+    let case = example("2sw-2path-4ca.net", "host-1");
     let scratch = Scratch::new("umad", "traps");
     let dir = scratch.path();
     std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
@@ -533,14 +477,14 @@ fn traps_reroute_around_a_link_and_back() {
     let sysfs_before = leftover_sysfs(dir);
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut sm = SmProcess(
+    let mut sm = Background(
         ibsm(&sim, &case, &["run", "--umad", "--state-dir", "state"], 300)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .unwrap(),
     );
-    let read_log = || plain(&std::fs::read_to_string(&log_path).unwrap_or_default());
+    let read_log = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let count = |what: &str| read_log().lines().filter(|l| l.contains(what)).count();
     let wait_for = |what: &str, n: usize| {
         poll(Duration::from_secs(30), Duration::from_millis(20), || {
@@ -550,10 +494,9 @@ fn traps_reroute_around_a_link_and_back() {
     };
     wait_for("sweeping until SIGINT/SIGTERM", 1);
 
-    // Where does Hca1 -> Hca4 cross between the switches?
-    let seen = discover(&sim, dir);
+    // Where does host-1 -> host-4 cross between the switches?
+    let f = &sim.discover();
     let lid_of = |desc: &str| {
-        let f = &seen.fabric;
         let n = f
             .nodes()
             .iter()
@@ -564,21 +507,21 @@ fn traps_reroute_around_a_link_and_back() {
             .map(|p| f.port(p).lid.0)
             .unwrap()
     };
-    let (src, dst) = (lid_of("Hca1"), lid_of("Hca4"));
+    let (src, dst) = (lid_of("host-1"), lid_of("host-4"));
     let trace = |sim: &Ibsim| sim.tool_ok(&["ibtracert", &src.to_string(), &dst.to_string()], 20);
-    // The hop out of Switch1: "[5] -> switch port {...}[5] ... "Switch2"".
+    // The hop out of sw-a: "[5] -> switch port {...}[5] ... "sw-b"".
     let exit_port = |t: &str| -> u8 {
         let l = t
             .lines()
-            .find(|l| l.contains("\"Switch2\"") && l.starts_with('['))
-            .unwrap_or_else(|| panic!("no hop into Switch2: {t}"));
+            .find(|l| l.contains("\"sw-b\"") && l.starts_with('['))
+            .unwrap_or_else(|| panic!("no hop into sw-b: {t}"));
         l[1..l.find(']').unwrap()].parse().unwrap()
     };
     let before = exit_port(&trace(&sim));
     let ups = count("SUBNET UP");
     let traps = count("trap_number=128");
 
-    sim.console(&format!("Unlink \"Switch1\"[{before}]"));
+    sim.console(&format!("Unlink \"sw-a\"[{before}]"));
     wait_for("trap_number=128", traps + 1);
     wait_for("SUBNET UP", ups + 1);
     // The sweep after the trap routes over the remaining link.
@@ -592,7 +535,7 @@ fn traps_reroute_around_a_link_and_back() {
 
     let ups = count("SUBNET UP");
     let traps = count("trap_number=128");
-    sim.console(&format!("ReLink \"Switch1\"[{before}]"));
+    sim.console(&format!("ReLink \"sw-a\"[{before}]"));
     wait_for("trap_number=128", traps + 1);
     wait_for("SUBNET UP", ups + 1);
     // Back to the original path, every link ACTIVE again.
@@ -620,39 +563,18 @@ fn traps_reroute_around_a_link_and_back() {
     drop(scratch);
 }
 
-/// A background `ibsm`, killed if the test fails before it is terminated.
-struct SmProcess(Child);
-
-impl SmProcess {
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = self.0.id().to_string();
-        // `timeout` forwards SIGTERM to ibsm.
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        self.0.wait().unwrap()
-    }
-}
-
-impl Drop for SmProcess {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SIGTERM through `timeout` (which kills it 5 s later if it lingers).
-            self.terminate();
-        }
-    }
-}
-
 /// `ibsm events` on another host subscribes at ibsm's SA over umad; an Unlink's Trap 128
 /// reaches it as a Report, which it answers (the SA then stops sending it again).
 #[test]
 fn trap_reports_reach_an_event_listener() {
-    let case = example("net.2sw2path4hca", "Hca1");
+    let case = example("2sw-2path-4ca.net", "host-1");
     let scratch = Scratch::new("umad", "events");
     let dir = scratch.path();
     std::fs::write(dir.join("fabric.net"), &case.net).unwrap();
     let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    let mut sm = SmProcess(
+    let mut sm = Background(
         ibsm(&sim, &case, &["run", "--umad"], 300)
             .env("RUST_LOG", "info,sm_daemon::sa=debug")
             .stdout(Stdio::null())
@@ -660,19 +582,14 @@ fn trap_reports_reach_an_event_listener() {
             .spawn()
             .unwrap(),
     );
-    let read = |p: &Path| plain(&std::fs::read_to_string(p).unwrap_or_default());
-    let wait_in = |p: &Path, what: &str| {
-        poll(Duration::from_secs(30), Duration::from_millis(20), || {
-            read(p).contains(what).then_some(())
-        })
-        .unwrap_or_else(|| panic!("never saw {what:?} in {}:\n{}", p.display(), read(p)));
-    };
-    wait_in(&log_path, "sweeping until SIGINT/SIGTERM");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    wait_for_text(&log_path, "sweeping until SIGINT/SIGTERM", 30);
 
     let ev_out = dir.join("events.out");
     let ev_err = dir.join("events.err");
-    let mut listener = sim.command(
-        &ibsm_bin(),
+    let mut listener = sim.ibsm(
+        &ibsm_bin!(),
+        Some("host-2"),
         &[
             "events",
             "--issm",
@@ -686,14 +603,12 @@ fn trap_reports_reach_an_event_listener() {
         60,
     );
     listener
-        .env("SIM_HOST", "Hca2")
-        .env("NO_COLOR", "1")
         .stdout(std::fs::File::create(&ev_out).unwrap())
         .stderr(std::fs::File::create(&ev_err).unwrap());
     let mut listener = listener.spawn().unwrap();
-    wait_in(&ev_err, "subscribed at the SA");
+    wait_for_text(&ev_err, "subscribed at the SA", 30);
 
-    sim.console("Unlink \"Switch1\"[3]");
+    sim.console("Unlink \"sw-a\"[3]");
     let status = listener.wait().unwrap();
     let out = read(&ev_out);
     assert!(status.success(), "{}\n{}", read(&ev_err), read(&log_path));
@@ -704,7 +619,7 @@ fn trap_reports_reach_an_event_listener() {
     assert!(line.contains("\"issuer_gid\""), "{line}");
     assert!(read(&ev_err).contains("1 Reports"));
     // Answered: never given up, and the listener's unsubscribe went through.
-    wait_in(&log_path, "event subscription removed");
+    wait_for_text(&log_path, "event subscription removed", 30);
     assert!(!read(&log_path).contains("given up"), "{}", read(&log_path));
     let status = sm.terminate();
     assert!(status.success());

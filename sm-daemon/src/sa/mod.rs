@@ -197,7 +197,6 @@ pub enum Answer {
 
 type Key = (Lid, u64);
 
-
 #[derive(Debug)]
 struct Transfer {
     to: Requester,

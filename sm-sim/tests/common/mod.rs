@@ -1,20 +1,21 @@
 //! An SM stand-in for the integration tests: directed-route and LID-routed requests from
-//! an endpoint on Hca1 of ibsim's `net.2sw2path4hca`, and a bring-up that gives every port
-//! a LID and every switch a forwarding table, so that traps reach the SM.
+//! an endpoint on host-1 of the workspace's `testdata/2sw-2path-4ca.net`, and a bring-up
+//! that gives every port a LID and every switch a forwarding table, so that traps reach the
+//! SM.
 //!
 //! ```text
-//! Hca1[1] - [1]Switch1[3] ==== [3]Switch2[1] - Hca2[1]
-//! Hca3[1] - [2]       [5] ==== [5]       [2] - Hca4[1]
+//! host-1[1] -- [1]sw-a[3] ==== [3]sw-b[1] -- [1]host-2
+//! host-3[1] -- [2]    [5] ==== [5]    [2] -- [1]host-4
 //! ```
-//! LIDs after [`Sm::bring_up`]: Hca1 1 (the SM), Switch1 2, Switch2 3, Hca2 4, Hca3 5,
-//! Hca4 6.
+//! LIDs after [`Sm::bring_up`]: host-1 1 (the SM), sw-a 2, sw-b 3, host-2 4, host-3 5,
+//! host-4 6.
 
 #![allow(dead_code, unreachable_pub)]
 
 use std::path::Path;
 
 use sm_core::fabric::{Fabric, NodeIdx, PortIdx};
-use sm_core::read_topology;
+use sm_core::read_topology_str;
 use sm_mad::port_info::{self, PhysPortState, PortState};
 use sm_mad::smp::{self, Route};
 use sm_mad::{Guid, Lid, MadStatus, Method, PortNum, Tid, attr, lft, switch_info};
@@ -26,13 +27,13 @@ pub const HCA2: &[u8] = &[1, 3, 1];
 pub const HCA3: &[u8] = &[1, 2];
 pub const HCA4: &[u8] = &[1, 3, 2];
 
+/// The fabric file, compiled in so the tests need nothing outside the source tree.
+pub const NET: &str = include_str!("../../../testdata/2sw-2path-4ca.net");
+
 pub fn fabric() -> Fabric {
-    let p = Path::new("/usr/share/doc/ibsim-utils/net-examples/net.2sw2path4hca");
-    assert!(
-        p.exists(),
-        "install ibsim-utils (apt-get install ibsim-utils)"
-    );
-    read_topology(p).unwrap().fabric
+    read_topology_str(NET, Path::new("2sw-2path-4ca.net"))
+        .unwrap()
+        .fabric
 }
 
 /// The node with this description.

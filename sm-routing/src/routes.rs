@@ -1,4 +1,6 @@
-//! The engine trait, its inputs and outputs, and the fallback chain.
+//! What every routing engine takes and gives: the [`Engine`] trait, its [`Options`], the
+//! [`Routes`] it returns and why it may decline ([`RouteError`]). Engines depend on this
+//! module and nothing above it; [`crate::chain`] picks an engine by name.
 
 use sm_core::dump::{Lfts, NO_ROUTE, SwitchLft};
 use sm_mad::{Guid, Lid};
@@ -164,55 +166,4 @@ pub trait Engine: Sync {
     fn name(&self) -> &'static str;
     /// Computes forwarding tables for every switch of the snapshot.
     fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError>;
-}
-
-/// The engine of a name.
-pub fn engine(name: &str) -> Result<Box<dyn Engine>, RouteError> {
-    match name {
-        "minhop" => Ok(Box::new(crate::minhop::MinHop)),
-        "updn" => Ok(Box::new(crate::updn::UpDown)),
-        "ftree" => Ok(Box::new(crate::ftree::FatTree)),
-        other => Err(RouteError::UnknownEngine(other.to_string())),
-    }
-}
-
-/// One engine of a chain that declined, and why.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Fallback {
-    pub engine: &'static str,
-    pub reason: String,
-}
-
-/// The result of a chain: the tables, and every engine that declined before.
-#[derive(Debug, Clone)]
-pub struct ChainResult {
-    pub routes: Routes,
-    pub fallbacks: Vec<Fallback>,
-}
-
-/// Runs engines in order (`"ftree,updn,minhop"`) until one routes, as OpenSM's `-R` does;
-/// only [`RouteError::NotApplicable`] moves on, any other error stops the chain.
-pub fn route_chain(
-    chain: &str,
-    topo: &Topo<'_>,
-    opts: &Options,
-) -> Result<ChainResult, RouteError> {
-    let mut fallbacks = Vec::new();
-    for name in chain.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let e = engine(name)?;
-        match e.route(topo, opts) {
-            Ok(routes) => return Ok(ChainResult { routes, fallbacks }),
-            Err(RouteError::NotApplicable { engine, reason }) => {
-                fallbacks.push(Fallback { engine, reason })
-            }
-            Err(other) => return Err(other),
-        }
-    }
-    Err(RouteError::ChainExhausted(
-        fallbacks
-            .iter()
-            .map(|f| format!("{}: {}", f.engine, f.reason))
-            .collect::<Vec<_>>()
-            .join("; "),
-    ))
 }

@@ -46,7 +46,7 @@
 //! 0..7) plus [`DOWN_FLAG`]; [`UNREACHABLE`] means no legal path (paths longer than 126 hops
 //! are not routed).
 
-use crate::topo::{SwIdx, Topo};
+use crate::topo::{Dest, SwIdx, Topo};
 
 /// The move `s → t` goes up (towards the roots).
 pub(crate) const UP: u8 = 1;
@@ -320,6 +320,31 @@ pub(crate) fn label_masks(labels: &Labels, dirs: &Dirs, s: SwIdx, words: usize, 
         }
         m
     });
+}
+
+/// A switch with sources (destinations `source` selects) and a destination switch it has
+/// no legal path to.
+pub(crate) fn unreached_pair(
+    topo: &Topo<'_>,
+    labels: &Labels,
+    source: impl Fn(&Dest) -> bool,
+) -> Option<(SwIdx, SwIdx)> {
+    let n = topo.num_switches();
+    let mut has_ca = vec![false; n];
+    let mut is_dest = vec![false; n];
+    for d in &topo.dests {
+        is_dest[d.sw.idx()] = true;
+        if source(d) {
+            has_ca[d.sw.idx()] = true;
+        }
+    }
+    for s in (0..n).filter(|&s| has_ca[s]) {
+        let row = labels.row(s);
+        if let Some(d) = (0..n).find(|&d| is_dest[d] && row[d] == UNREACHABLE) {
+            return Some((SwIdx(s as u32), SwIdx(d as u32)));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
