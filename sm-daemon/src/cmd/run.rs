@@ -853,7 +853,7 @@ fn outgoing(t: sm_daemon::core::Transmit, req_timeout_ms: u32) -> Outgoing {
             } else {
                 0
             };
-            Outgoing::smp(t.dlid, &t.mad, timeout)
+            Outgoing::smp(t.dlid, t.mad, timeout)
         }
     }
 }

@@ -98,14 +98,14 @@ pub struct Outgoing {
 
 impl Outgoing {
     /// An SMP on QP0.
-    pub fn smp(dlid: Lid, mad: &[u8], timeout_ms: u32) -> Outgoing {
+    pub fn smp(dlid: Lid, mad: Vec<u8>, timeout_ms: u32) -> Outgoing {
         Outgoing {
             dlid,
             qpn: 0,
             sl: 0,
             pkey_index: 0,
             timeout_ms,
-            mad: mad.to_vec(),
+            mad,
         }
     }
 
