@@ -94,6 +94,11 @@ pub(crate) struct Args {
     /// stopping at the first subnet up; for replaying scenarios.
     #[arg(long, value_name = "TIME", conflicts_with = "umad")]
     run_for: Option<String>,
+    /// How long the bring-up may take before giving up (e.g. `60s`, `500ms`): the subnet
+    /// must be up by then (virtual time with --sim, wall time with --umad). The error lists
+    /// what is missing.
+    #[arg(long, value_name = "TIME", default_value = "60s")]
+    up_timeout: String,
 }
 
 /// The summary printed with `--report`.
@@ -145,6 +150,9 @@ struct Report {
     /// walked through the SM's own tables with `--umad`.
     unreachable_pairs: Option<u64>,
     errors: Vec<String>,
+    /// Nodes that did not answer (GUID or where they are, description, what went
+    /// unanswered): the subnet came up without them.
+    unresponsive: Vec<sm_daemon::core::Unresponsive>,
 }
 
 impl Report {
@@ -188,6 +196,7 @@ impl Report {
             check_ms: None,
             unreachable_pairs: None,
             errors: r.errors.clone(),
+            unresponsive: r.unresponsive.clone(),
         }
     }
 }
@@ -504,9 +513,33 @@ fn finish(
     }
     let standby = r.sm_state == "standby";
     if must_be_up && !r.subnet_up && !standby {
-        bail!("subnet not up: {}", r.errors.join("; "));
+        bail!("subnet not up: {}", missing(&r));
     }
     Ok(())
+}
+
+/// What kept a sweep from bringing the subnet up, for the error.
+fn missing(r: &SweepReport) -> String {
+    let mut parts: Vec<String> = r.errors.clone();
+    for u in &r.unresponsive {
+        parts.push(format!(
+            "{} {:?} did not answer {}",
+            u.node,
+            u.description,
+            u.what.join(", ")
+        ));
+    }
+    if parts.is_empty() {
+        parts.push("the sweep did not finish".into());
+    }
+    parts.join("; ")
+}
+
+/// `--up-timeout`.
+fn up_timeout(args: &Args) -> anyhow::Result<std::time::Duration> {
+    let ns = sm_sim::scenario::parse_time(&args.up_timeout)
+        .map_err(|e| anyhow::anyhow!("--up-timeout {}: {e}", args.up_timeout))?;
+    Ok(std::time::Duration::from_nanos(ns))
 }
 
 pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
@@ -559,11 +592,12 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(limit) = run_for {
         return replay(&args, &mut driver, &mut dumps, limit, wall);
     }
-    // Bring-up runs in fast virtual time.
+    // Bring-up runs in fast virtual time, until the subnet is up or --up-timeout passes.
+    let up_timeout = up_timeout(&args)?;
+    let deadline = driver.now() + up_timeout.as_nanos() as u64;
     let mut last = None;
-    let mut failures = 0;
     let mut marks = Marks::default();
-    while let Some(e) = driver.run_until(3_600_000_000_000, |e| {
+    while let Some(e) = driver.run_until(deadline.saturating_sub(driver.now()), |e| {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
     }) {
         match e {
@@ -573,15 +607,17 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
                 let up = r.subnet_up;
                 let standby = r.sm_state == "standby";
                 last = Some(*r);
-                failures += usize::from(!up && !standby);
                 if up {
                     marks.up_ms = Some(wall.elapsed().as_secs_f64() * 1e3);
                 }
-                if up || standby || failures >= 5 {
+                if up || standby {
                     break;
                 }
             }
             _ => {}
+        }
+        if driver.now() >= deadline {
+            break;
         }
     }
     if !args.once && last.as_ref().is_some_and(|r| r.subnet_up) {
@@ -638,9 +674,6 @@ fn replay(
     }
     Ok(())
 }
-
-/// Heavy sweeps that fail in a row before `--once` gives up.
-const ONCE_ATTEMPTS: usize = 5;
 
 /// The sender of a received MAD, as the SA answers it.
 fn requester(m: &umad::Incoming) -> Requester {
@@ -751,8 +784,8 @@ fn drive_umad(
     let now = move || sm_daemon::core::Instant::from_nanos(clock.elapsed().as_nanos() as u64);
     let mut sm = Sm::new(params, lids);
     sm.start(now());
+    let up_by = clock + up_timeout(args)?;
     let mut last: Option<SweepReport> = None;
-    let mut failures = 0;
     let mut serving = false;
     let flush = |sm: &mut Sm, dev: &mut Device| {
         while let Some(t) = sm.poll_transmit_at(now()) {
@@ -772,6 +805,10 @@ fn drive_umad(
             }
         }
         flush(&mut sm, &mut dev);
+        if args.once && !serving && Instant::now() >= up_by {
+            tracing::warn!("--up-timeout passed before the subnet came up");
+            break 'run;
+        }
         while let Some(e) = sm.poll_event() {
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
@@ -784,14 +821,9 @@ fn drive_umad(
                         write_dumps(dumps, &sm)?;
                     }
                     let standby = r.sm_state == "standby";
-                    failures = if r.subnet_up || standby {
-                        0
-                    } else {
-                        failures + 1
-                    };
                     let up = r.subnet_up;
                     last = Some(*r);
-                    if args.once && (up || standby || failures >= ONCE_ATTEMPTS) {
+                    if args.once && (up || standby) {
                         break 'run;
                     }
                     if standby {

@@ -3,8 +3,13 @@
 //! the arrival port of a CA), many SMPs in flight. Answers go straight into the fabric
 //! model; [`Discovery::finish`] lays it out in GUID order so the order answers came in
 //! (loss, reordering) changes nothing downstream.
+//!
+//! A Get that goes unanswered after its retries does not stop discovery: it is asked again
+//! in a later pass (up to [`PASSES`]; once only where its destination stopped answering),
+//! and what is still unanswered after the last pass stays unknown: the node behind an
+//! unanswered NodeInfo is not in the model, and the sweep reports it.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, NodeSpec, PortIdx, Speed, UNKNOWN_GUID};
 use sm_core::idx::IdxVec;
@@ -14,8 +19,12 @@ use sm_mad::{
 };
 
 use super::election::RemoteSm;
-use super::model::{Discovered, DrPath, NodeFacts, PortFacts};
-use super::{Purpose, Target, Work};
+use super::model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
+use super::requests::DestKey;
+use super::{Purpose, Target, Work, dest};
+
+/// Passes over what went unanswered before discovery settles for what it has.
+pub(super) const PASSES: u32 = 4;
 
 /// Why discovery found no fabric to manage.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -36,9 +45,16 @@ pub(super) struct Discovery {
     sms: Vec<RemoteSm>,
     sm_asks: u64,
     queue: VecDeque<Work>,
+    /// Gets that went unanswered this pass.
+    lost: Vec<Work>,
+    pass: u32,
+    /// Destinations not asked this sweep (they stopped answering in earlier ones).
+    skip: HashSet<DestKey>,
+    /// What stays unknown.
+    missing: Vec<Missing>,
 }
 
-fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: &[u8]) -> Work {
+fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: &[u8], dest: DestKey) -> Work {
     Work {
         purpose,
         method: Method::Get,
@@ -47,13 +63,18 @@ fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: &[u8]) -> Work {
         to: Target::Path(path.to_vec()),
         data: None,
         retries: None,
+        dest: Some(dest),
     }
 }
 
 impl Discovery {
-    /// A discovery that starts with the SM's own node.
-    pub(super) fn start() -> Discovery {
-        let mut d = Discovery::default();
+    /// A discovery that starts with the SM's own node; `skip` are destinations not to ask
+    /// this time.
+    pub(super) fn start(skip: HashSet<DestKey>) -> Discovery {
+        let mut d = Discovery {
+            skip,
+            ..Discovery::default()
+        };
         d.queue.push_back(get(
             Purpose::NodeInfo {
                 path: DrPath::new(),
@@ -62,8 +83,69 @@ impl Discovery {
             attr::NODE_INFO,
             0,
             &[],
+            dest::UNKNOWN,
         ));
         d
+    }
+
+    /// A Get went unanswered after its retries.
+    pub(super) fn on_lost(&mut self, w: Work) {
+        self.lost.push(w);
+    }
+
+    /// Starts the next pass over what went unanswered, if there is any and passes are
+    /// left: a destination that stopped answering gets one try. False when discovery is
+    /// done.
+    pub(super) fn next_pass(&mut self, unresponsive: impl Fn(DestKey) -> bool) -> bool {
+        if self.lost.is_empty() || self.pass + 1 >= PASSES {
+            return false;
+        }
+        self.pass += 1;
+        tracing::debug!(
+            pass = self.pass,
+            gets = self.lost.len(),
+            "discovery: asking again what went unanswered"
+        );
+        for mut w in self.lost.drain(..) {
+            if w.dest.is_some_and(&unresponsive) {
+                w.retries = Some(0);
+            }
+            self.queue.push_back(w);
+        }
+        true
+    }
+
+    /// What a Get was for, as the report names it.
+    fn missing(&self, w: &Work) -> Missing {
+        let f = &self.fabric;
+        let at = |p: PortIdx| {
+            let port = f.port(p);
+            (f.node(port.node).guid, Some(port.num))
+        };
+        let (guid, port, behind, what) = match &w.purpose {
+            Purpose::NodeInfo { from: Some(p), .. } => {
+                let (g, n) = at(*p);
+                (g, n, true, "NodeInfo")
+            }
+            Purpose::NodeInfo { from: None, .. } => (Guid(0), None, false, "NodeInfo"),
+            Purpose::NodeDesc { node } => (f.node(*node).guid, None, false, "NodeDescription"),
+            Purpose::SwitchInfo { node } => (f.node(*node).guid, None, false, "SwitchInfo"),
+            Purpose::PortInfo { port } => {
+                let (g, n) = at(*port);
+                (g, n, false, "PortInfo")
+            }
+            Purpose::SmInfo { port } => {
+                let (g, n) = at(*port);
+                (g, n, false, "SMInfo")
+            }
+            _ => (Guid(0), None, false, "?"),
+        };
+        Missing {
+            guid,
+            port,
+            behind,
+            what: what.to_string(),
+        }
     }
 
     /// The next Get to send.
@@ -149,6 +231,7 @@ impl Discovery {
                 attr::PORT_INFO,
                 u32::from(lp),
                 &path,
+                dest::node(info.node_guid),
             ));
         }
         if path.is_empty() {
@@ -195,11 +278,13 @@ impl Discovery {
         });
         self.ports
             .resize(self.fabric.ports().len(), PortFacts::default());
+        let to = dest::node(info.node_guid);
         self.queue.push_back(get(
             Purpose::NodeDesc { node },
             attr::NODE_DESCRIPTION,
             0,
             path,
+            to,
         ));
         if kind == NodeKind::Switch {
             self.queue.push_back(get(
@@ -207,6 +292,7 @@ impl Discovery {
                 attr::SWITCH_INFO,
                 0,
                 path,
+                to,
             ));
             for port in self.fabric.node_ports(node).collect::<Vec<_>>() {
                 let num = self.fabric.port(port).num;
@@ -215,6 +301,7 @@ impl Discovery {
                     attr::PORT_INFO,
                     u32::from(num),
                     path,
+                    to,
                 ));
             }
         }
@@ -234,14 +321,16 @@ impl Discovery {
         if end && !own && pi.capability_mask & port_info::cap::IS_SM != 0 {
             // A port that claims an SM: the election needs its SMInfo.
             self.sm_asks += 1;
+            let to = dest::node(self.fabric.node(node).guid);
             self.queue
-                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, &path));
+                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, &path, to));
         }
         let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
         if linked && !linked_already && (is_switch || own) && path.len() < smp::MAX_HOPS as usize {
             let mut next = path;
             next.push(num);
-            self.queue.push_back(get(
+            let node_guid = self.fabric.node(node).guid;
+            let w = get(
                 Purpose::NodeInfo {
                     path: next.clone(),
                     from: Some(port),
@@ -249,7 +338,16 @@ impl Discovery {
                 attr::NODE_INFO,
                 0,
                 &next,
-            ));
+                dest::behind(node_guid, num),
+            );
+            if w.dest.is_some_and(|d| self.skip.contains(&d)) {
+                // Unresponsive in earlier sweeps: left alone until its back-off is over.
+                let mut m = self.missing(&w);
+                m.what = "NodeInfo (not asked: unresponsive in earlier sweeps)".into();
+                self.missing.push(m);
+            } else {
+                self.queue.push_back(w);
+            }
         }
     }
 
@@ -270,6 +368,11 @@ impl Discovery {
     /// The discovered fabric, in GUID order, its ports' model fields as they reported.
     pub(super) fn finish(mut self) -> Result<Discovered, DiscoverError> {
         let own = self.own.ok_or(DiscoverError::NoOwnPort)?;
+        let lost = std::mem::take(&mut self.lost);
+        for w in &lost {
+            let m = self.missing(w);
+            self.missing.push(m);
+        }
         for (p, facts) in self.ports.iter_enumerated() {
             let Some(info) = facts.info else { continue };
             let port = self.fabric.port_mut(p);
@@ -293,6 +396,7 @@ impl Discovery {
             own,
             sms: self.sms,
             sm_asks: self.sm_asks,
+            missing: self.missing,
         }
         .canonical())
     }

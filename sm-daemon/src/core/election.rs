@@ -114,10 +114,6 @@ pub(super) struct Election {
     handing_to: Option<Guid>,
     /// The other SMs the last heavy sweep found.
     remote: Vec<RemoteSm>,
-    /// A new master (just started, or taking over): its sweeps ask every end port that can
-    /// for a client reregistration until one brings the subnet up, since what the SA
-    /// knew (joins, services, subscriptions) is gone.
-    fresh: bool,
 }
 
 /// Whether an SM of (priority `a`, GUID `ag`) outranks one of (`b`, `bg`): the higher priority,
@@ -157,7 +153,6 @@ impl Election {
             misses: 0,
             handing_to: None,
             remote: Vec::new(),
-            fresh: false,
         }
     }
 
@@ -180,15 +175,6 @@ impl Election {
 
     pub(super) fn remote(&self) -> &[RemoteSm] {
         &self.remote
-    }
-
-    pub(super) fn is_fresh(&self) -> bool {
-        self.fresh
-    }
-
-    /// A sweep brought the subnet up: clients registered with this master from now on.
-    pub(super) fn subnet_up(&mut self) {
-        self.fresh = false;
     }
 
     /// Our SMInfo; the SM_Key only when `show_key`.
@@ -273,7 +259,6 @@ impl Election {
         let mut actions = vec![Action::CancelPoll];
         if self.state != SmState::Master {
             tracing::info!(priority = self.priority, "entering MASTER state");
-            self.fresh = true;
             actions.push(Action::ForgetProgrammed);
         }
         self.state = SmState::Master;

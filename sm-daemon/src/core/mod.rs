@@ -55,11 +55,11 @@ pub use discover::DiscoverError;
 pub use election::RemoteSm;
 use election::{Action, Ask, Decision, Election};
 use mcast::{McastSet, McastState, SyncInput};
-pub use model::{Discovered, DrPath, NodeFacts, PortFacts};
+pub use model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 pub use plan::{Plan, PlanError, TableBlock, plan};
 use program::{Answered, Programming, Stage};
-pub use report::{Nanos, SweepReport};
-use requests::Requests;
+pub use report::{Nanos, SweepReport, Unresponsive};
+use requests::{DestKey, Requests};
 pub use requests::{MadCounts, Transmit};
 use shadow::{Shadow, TableKey};
 pub use time::Instant;
@@ -200,10 +200,20 @@ pub(crate) enum Purpose {
     },
     // Programming.
     /// A port's settings; `armed`: the Set also moves the port from INIT to ARMED (one SMP
-    /// instead of two; refused, it is sent again without the move).
+    /// instead of two; refused, it is sent again without the move); `rereg`: it asks for a
+    /// client reregistration.
     SetPortInfo {
         port: PortIdx,
         armed: bool,
+        rereg: bool,
+        /// Tries so far of a Set with a reregistration (each one's arrival checked).
+        tries: u32,
+    },
+    /// After a settings Set with a client reregistration went unanswered: did it arrive?
+    /// (It goes once: a port asked twice tells its clients twice.)
+    VerifySettings {
+        port: PortIdx,
+        tries: u32,
     },
     /// A port state transition (ARMED or ACTIVE).
     SetPortState {
@@ -270,6 +280,9 @@ pub(crate) struct Work {
     data: Option<[u8; 64]>,
     /// Tries after the first; `None`: the configured number.
     retries: Option<u32>,
+    /// Whom it is for, when the target does not say (discovery's routes to nodes not in
+    /// the model yet); see [`dest`].
+    dest: Option<DestKey>,
 }
 
 impl Work {
@@ -282,6 +295,7 @@ impl Work {
             to,
             data: None,
             retries: None,
+            dest: None,
         }
     }
 
@@ -319,14 +333,26 @@ struct Sweep {
     /// A heavy sweep was asked for during this one.
     again: bool,
     report: SweepReport,
+    /// What programming could not get answered, after every pass.
+    missing: Vec<Missing>,
 }
+
+/// How long a destination that stopped answering is left alone: it is not asked for
+/// `2^level` heavy sweeps (at most [`MAX_BACKOFF_LEVEL`]), then tried again.
+#[derive(Debug, Clone, Copy)]
+struct Backoff {
+    until_sweep: u64,
+    level: u32,
+}
+
+const MAX_BACKOFF_LEVEL: u32 = 6;
 
 /// The subnet manager.
 #[derive(Debug)]
 pub struct Sm {
     p: Params,
     timers: TimerTable,
-    reqs: Requests<Purpose>,
+    reqs: Requests<Work>,
     /// Work outside the phase's own: resends, SMInfo, light sweeps, multicast Sets.
     queue: VecDeque<Work>,
     events: VecDeque<Event>,
@@ -339,6 +365,14 @@ pub struct Sm {
     plan: Option<Arc<Plan>>,
     /// What the nodes hold of it.
     held: Shadow,
+    /// Destinations left alone for a while (they stopped answering).
+    backoff: std::collections::HashMap<DestKey, Backoff>,
+    /// Nodes reported unresponsive (each is logged once, and again when it answers).
+    unresponsive: std::collections::BTreeSet<String>,
+    /// End ports (by GUID) that were asked for a client reregistration and took it, since
+    /// this SM became master: the SA's registrations died with the old master, so each is
+    /// asked once, and again only after it left the subnet or its LID changed.
+    reregistered: std::collections::HashSet<Guid>,
     up: bool,
     sa: sa::Server,
     mcast: McastState,
@@ -362,6 +396,9 @@ impl Sm {
             model: None,
             plan: None,
             held: Shadow::default(),
+            backoff: std::collections::HashMap::new(),
+            unresponsive: std::collections::BTreeSet::new(),
+            reregistered: std::collections::HashSet::new(),
             up: false,
             mcast: McastState::default(),
         }
@@ -511,9 +548,9 @@ impl Sm {
         if self.timers.take_expired(Timer::McastBatch, now) && self.up && self.is_between_sweeps() {
             self.sync_mcast(now, false);
         }
-        for purpose in self.reqs.expire(now) {
-            tracing::debug!(?purpose, "SMP lost after retries");
-            self.on_lost(now, purpose);
+        for w in self.reqs.expire(now) {
+            tracing::debug!(purpose = ?w.purpose, "SMP lost after retries");
+            self.on_lost(now, w);
         }
         if self.timers.take_expired(Timer::MasterPoll, now) {
             let actions = self.election.poll(now);
@@ -571,9 +608,9 @@ impl Sm {
         };
         match s.method {
             Method::GetResp => {
-                if let Some(purpose) = self.reqs.complete(s.tid) {
+                if let Some(w) = self.reqs.complete(now, s.tid) {
                     tracing::trace!(tid = %s.tid, attr = s.attr_id, "answer");
-                    self.on_answer(now, purpose, &s);
+                    self.on_answer(now, w.purpose, &s);
                 }
             }
             Method::Trap => self.on_trap(now, from.lid, &s),
@@ -608,7 +645,7 @@ impl Sm {
                                 plan,
                                 held: &self.held,
                                 p: &self.p,
-                                fresh: self.election.is_fresh(),
+                                reregistered: &self.reregistered,
                                 mcast_top: &top,
                             };
                             pg.next_work(&ctx, &mut self.sweep.report)
@@ -654,6 +691,12 @@ impl Sm {
             Target::Lid(l) => l,
             _ => Lid::PERMISSIVE,
         };
+        let dest = w.dest.unwrap_or_else(|| match (&w.to, &self.model) {
+            (Target::Node(n), Some(m)) => dest::node(m.fabric.node(*n).guid),
+            (Target::Port(p), Some(m)) => dest::node(m.fabric.node(m.fabric.port(*p).node).guid),
+            (Target::Lid(l), _) => dest::lid(*l),
+            _ => dest::UNKNOWN,
+        });
         let mut req = smp::Repr::request(w.method, Tid(0), w.attr, w.modifier, route);
         req.m_key = self.p.m_key;
         if let Some(d) = w.data {
@@ -662,7 +705,7 @@ impl Sm {
         match req.to_bytes() {
             Ok(b) => {
                 let retries = w.retries.unwrap_or(self.p.smp_retries);
-                self.reqs.send(now, w.purpose, dlid, b, retries);
+                self.reqs.send(now, w, dest, dlid, b, retries);
             }
             Err(e) => self
                 .sweep
@@ -694,13 +737,22 @@ impl Sm {
                 engine: self.p.routing.clone(),
                 ..SweepReport::default()
             },
+            missing: Vec::new(),
         };
         self.events.push_back(Event::SweepStarted {
             sweep: n,
             heavy: true,
         });
         tracing::debug!(sweep = n, "heavy sweep");
-        self.phase = Phase::Discover(Box::new(discover::Discovery::start()));
+        // Every destination gets a fresh budget, except those still backing off.
+        self.reqs.forgive();
+        let skip = self
+            .backoff
+            .iter()
+            .filter(|(_, b)| b.until_sweep > n)
+            .map(|(&d, _)| d)
+            .collect();
+        self.phase = Phase::Discover(Box::new(discover::Discovery::start(skip)));
         self.pump(now);
     }
 
@@ -746,8 +798,9 @@ impl Sm {
                         self.schedule_light(now);
                     }
                 }
-                Phase::Discover(d) => {
-                    if d.has_work() {
+                Phase::Discover(mut d) => {
+                    let reqs = &self.reqs;
+                    if d.has_work() || d.next_pass(|to| reqs.is_unresponsive(to)) {
                         self.phase = Phase::Discover(d);
                         continue;
                     }
@@ -774,6 +827,10 @@ impl Sm {
         (r.nodes, r.switches, r.cas, r.routers, r.links) =
             (c.nodes, c.switches, c.cas, c.routers, c.links);
         r.discovery_min = m.discovery_min();
+        self.back_off(&m.missing);
+        // A port that left the subnet is asked for a reregistration when it is back.
+        self.reregistered
+            .retain(|g| m.fabric.port_by_guid(*g).is_some());
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
         self.model = Some(Arc::new(m));
         match decision {
@@ -796,6 +853,31 @@ impl Sm {
         }
     }
 
+    /// Nodes never reached are left alone for more sweeps each time they stay silent;
+    /// those that answered are forgiven.
+    fn back_off(&mut self, missing: &[Missing]) {
+        let n = self.sweep.n;
+        let mut still = std::collections::HashMap::new();
+        for m in missing.iter().filter(|m| m.behind) {
+            let Some(port) = m.port else { continue };
+            let key = dest::behind(m.guid, port);
+            let b = match self.backoff.get(&key) {
+                // Not asked this sweep: its back-off runs on.
+                Some(b) if b.until_sweep > n => *b,
+                Some(b) => Backoff {
+                    level: (b.level + 1).min(MAX_BACKOFF_LEVEL),
+                    until_sweep: n + (1 << (b.level + 1).min(MAX_BACKOFF_LEVEL)),
+                },
+                None => Backoff {
+                    level: 0,
+                    until_sweep: n + 1,
+                },
+            };
+            still.insert(key, b);
+        }
+        self.backoff = still;
+    }
+
     fn plan_and_program(&mut self, now: Instant) {
         let Some(m) = &self.model else { return };
         let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref());
@@ -815,6 +897,17 @@ impl Sm {
         r.lids = new.lids;
         r.routing_ns = new.routing_time.as_nanos() as u64;
         self.held.rebase(self.plan.as_deref(), &new);
+        // A port whose LID changes must tell its SA clients to register again.
+        if let Some(m) = &self.model {
+            for (q, w) in new.settings.iter_enumerated() {
+                let (Some(w), Some(cur)) = (w, m.port_info(q)) else {
+                    continue;
+                };
+                if m.is_end_port(q) && cur.lid.0 != 0 && cur.lid != w.lid {
+                    self.reregistered.remove(&m.fabric.port(q).guid);
+                }
+            }
+        }
         self.plan = Some(Arc::new(new));
         self.reconcile_held();
         self.phase = Phase::Program(Programming::new(Stage::Settings));
@@ -860,17 +953,33 @@ impl Sm {
 
     /// A programming round is done: the next, or the end of the sweep.
     fn next_stage(&mut self, now: Instant, pg: Programming) {
-        let next = match pg.stage {
-            Stage::Settings => Stage::Armed,
-            Stage::Armed => Stage::Active,
-            Stage::Active => Stage::Mcast,
-            Stage::Mcast => {
-                self.sweep.report.programming_ns = (now - self.sweep.phase_at).as_nanos() as u64;
-                return self.finish(now);
-            }
+        if pg.stage == Stage::Mcast {
+            self.sweep.report.programming_ns = (now - self.sweep.phase_at).as_nanos() as u64;
+            self.sweep.missing.extend(pg.lost);
+            return self.finish(now);
+        }
+        let unsettled = match (pg.stage, &self.model, &self.plan) {
+            (Stage::Active, Some(m), Some(plan)) => program::unsettled(m, plan),
+            _ => Vec::new(),
         };
-        self.phase = Phase::Program(Programming::new(next));
-        if next == Stage::Mcast {
+        let (stage, passes_left) = (pg.stage, pg.passes_left());
+        let Some(next) = pg.next(unsettled.len()) else {
+            return self.finish(now);
+        };
+        if stage == Stage::Active && next.stage == Stage::Mcast && !passes_left {
+            // Answering ports that still do not hold what they should, after every pass.
+            for u in unsettled {
+                self.sweep.report.errors.push(format!(
+                    "{} port {:?}: {}",
+                    u.guid,
+                    u.port.unwrap_or(0),
+                    u.what
+                ));
+            }
+        }
+        let stage = next.stage;
+        self.phase = Phase::Program(next);
+        if stage == Stage::Mcast {
             self.install_sa_db(now);
             if let Some(m) = &self.model {
                 self.mcast.remember_tops(m);
@@ -887,16 +996,64 @@ impl Sm {
         }
     }
 
+    /// The nodes that left questions unanswered this sweep, by node; each new one is logged
+    /// once, and again when it answers.
+    fn unresponsive_report(&mut self) -> Vec<Unresponsive> {
+        let mut by_node: std::collections::BTreeMap<String, Unresponsive> = Default::default();
+        let missing = self
+            .model
+            .iter()
+            .flat_map(|m| m.missing.iter())
+            .chain(&self.sweep.missing);
+        for ms in missing {
+            let name = ms.node_name();
+            let description = self
+                .model
+                .as_ref()
+                .filter(|_| !ms.behind)
+                .and_then(|m| m.fabric.node_by_guid(ms.guid))
+                .and_then(|n| {
+                    self.model
+                        .as_ref()
+                        .map(|m| m.fabric.node(n).description.clone())
+                })
+                .unwrap_or_default();
+            let e = by_node.entry(name.clone()).or_insert_with(|| Unresponsive {
+                node: name,
+                description,
+                what: Vec::new(),
+            });
+            let what = match ms.port {
+                Some(p) if !ms.behind => format!("{} (port {p})", ms.what),
+                _ => ms.what.clone(),
+            };
+            if !e.what.contains(&what) {
+                e.what.push(what);
+            }
+        }
+        let now: std::collections::BTreeSet<String> = by_node.keys().cloned().collect();
+        for u in by_node
+            .values()
+            .filter(|u| !self.unresponsive.contains(&u.node))
+        {
+            tracing::warn!(node = %u.node, description = %u.description, what = ?u.what, "node unresponsive; the subnet goes on without it");
+        }
+        for gone in self.unresponsive.difference(&now) {
+            tracing::info!(node = %gone, "node answers again");
+        }
+        self.unresponsive = now;
+        by_node.into_values().collect()
+    }
+
     fn finish(&mut self, now: Instant) {
         let counts = self.reqs.counts - self.sweep.counts_at;
+        self.sweep.report.unresponsive = self.unresponsive_report();
         let r = &mut self.sweep.report;
         r.take_counts(counts);
         r.sweep_ns = (now - self.sweep.started_at).as_nanos() as u64;
-        r.subnet_up = r.errors.is_empty() && r.mads_lost == 0;
+        // Up: every port that answers holds what it should; who did not answer is listed.
+        r.subnet_up = r.errors.is_empty();
         r.sm_state = "master".into();
-        if r.subnet_up {
-            self.election.subnet_up();
-        }
         self.up = r.subnet_up;
         if r.subnet_up {
             tracing::info!(
@@ -938,7 +1095,40 @@ impl Sm {
     // ---------------------------------------------------------------------------------
     // Answers.
 
-    fn on_lost(&mut self, now: Instant, purpose: Purpose) {
+    fn on_lost(&mut self, now: Instant, w: Work) {
+        if let Phase::Discover(d) = &mut self.phase {
+            if matches!(
+                w.purpose,
+                Purpose::NodeInfo { .. }
+                    | Purpose::NodeDesc { .. }
+                    | Purpose::SwitchInfo { .. }
+                    | Purpose::PortInfo { .. }
+                    | Purpose::SmInfo { .. }
+            ) {
+                return d.on_lost(w);
+            }
+        }
+        if let (Phase::Program(pg), Some(m)) = (&mut self.phase, &self.model) {
+            if let Purpose::SetPortInfo {
+                port,
+                rereg: true,
+                tries,
+                ..
+            } = w.purpose
+            {
+                // Whether it arrived decides whether it is sent again.
+                let num = u32::from(m.fabric.port(port).num);
+                let verify = Purpose::VerifySettings { port, tries };
+                self.queue
+                    .push_front(Work::get(verify, attr::PORT_INFO, num, Target::Port(port)));
+                return;
+            }
+            if let Some(missing) = program::lost(m, &w) {
+                pg.lost.push(missing);
+                return;
+            }
+        }
+        let purpose = w.purpose;
         let what = match purpose {
             Purpose::Election { why, to } => {
                 match why {
@@ -1007,10 +1197,22 @@ impl Sm {
                 else {
                     return;
                 };
+                if let (
+                    Purpose::SetPortInfo {
+                        port, rereg: true, ..
+                    },
+                    true,
+                ) = (&purpose, ok)
+                {
+                    self.reregistered.insert(m.fabric.port(*port).guid);
+                }
                 // The SA still holds the previous sweep's model: no copy is made here.
                 let m = Arc::make_mut(m);
-                match program::on_answer(m, plan, &mut self.held, purpose, s) {
+                match program::on_answer(m, plan, &mut self.held, purpose, s, self.p.smp_retries) {
                     Answered::Done => {}
+                    Answered::Arrived(port) => {
+                        self.reregistered.insert(m.fabric.port(port).guid);
+                    }
                     Answered::Again(w) => self.queue.push_front(w),
                     Answered::Failed(e) => self.sweep.report.errors.push(e),
                 }
@@ -1211,6 +1413,8 @@ impl Sm {
                 Action::ForgetProgrammed => {
                     self.held.forget_all();
                     self.mcast.forget_all();
+                    // Another SM ran the subnet meanwhile: clients may have registered there.
+                    self.reregistered.clear();
                 }
                 Action::PollAt(t) => self.timers.set(Timer::MasterPoll, t),
                 Action::CancelPoll => self.timers.stop(Timer::MasterPoll),
@@ -1255,6 +1459,7 @@ impl Sm {
             to: to_target,
             data,
             retries: (why == Ask::Poll).then_some(0),
+            dest: Some(dest::node(to.guid)),
         });
         self.pump(now);
     }
@@ -1283,6 +1488,31 @@ impl Sm {
             tracing::debug!(master = %lid, "trap 144: asking the master for the subnet");
             self.reqs.send_unsolicited(lid, bytes);
         }
+    }
+}
+
+/// Destination keys: who a request is for, for its timeout and retry budget.
+pub(crate) mod dest {
+    use sm_mad::{Guid, Lid};
+
+    use super::DestKey;
+
+    /// Nobody in particular.
+    pub(crate) const UNKNOWN: DestKey = 0;
+
+    /// A node of the model.
+    pub(crate) fn node(g: Guid) -> DestKey {
+        g.0
+    }
+
+    /// The node not known yet behind port `num` of node `g`.
+    pub(crate) fn behind(g: Guid, num: u8) -> DestKey {
+        (g.0.rotate_left(16) ^ u64::from(num)) | 1 << 62
+    }
+
+    /// A LID.
+    pub(crate) fn lid(l: Lid) -> DestKey {
+        1 << 63 | u64::from(l.0)
     }
 }
 

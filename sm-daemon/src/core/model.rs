@@ -34,6 +34,28 @@ pub struct PortFacts {
     pub path: Option<DrPath>,
 }
 
+/// Something the SM asked and got no answer to, after every retry and pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// The node asked; for a NodeInfo through a port, the node whose port it was.
+    pub guid: Guid,
+    pub port: Option<u8>,
+    /// The node asked is the unknown one behind `guid`'s `port`.
+    pub behind: bool,
+    /// What was asked (an attribute, or a Set).
+    pub what: String,
+}
+
+impl Missing {
+    /// The node as the report names it: its GUID, or where it is for one never reached.
+    pub fn node_name(&self) -> String {
+        match (self.behind, self.port) {
+            (true, Some(p)) => format!("behind {}[{p}]", self.guid),
+            _ => self.guid.to_string(),
+        }
+    }
+}
+
 /// The discovered fabric.
 #[derive(Debug, Clone)]
 pub struct Discovered {
@@ -47,6 +69,8 @@ pub struct Discovered {
     pub sms: Vec<RemoteSm>,
     /// SMInfo Gets discovery sent (part of its minimum: a port that claims an SM is asked).
     pub sm_asks: u64,
+    /// What discovery asked and never got an answer to.
+    pub missing: Vec<Missing>,
 }
 
 impl Discovered {
@@ -131,6 +155,7 @@ impl Discovered {
             own: port_map[self.own],
             sms: self.sms,
             sm_asks: self.sm_asks,
+            missing: self.missing,
         }
     }
 }

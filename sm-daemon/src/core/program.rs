@@ -9,12 +9,18 @@
 //!
 //! One function per kind of Set decides whether it is needed and what it carries
 //! ([`port_settings`], [`switch_info`], [`lft_block`], [`table_block`], [`port_state`]).
+//!
+//! A Set that goes unanswered after its retries does not stop the sweep. When the three
+//! rounds are done and some went unanswered, they run again (up to [`PASSES`]): each
+//! function sends only what the nodes still do not hold, so a pass costs what was lost.
+//! What is still unanswered after the last pass is reported as missing.
 
 use sm_core::fabric::{NodeIdx, PortIdx};
 use sm_mad::port_info::{self, PhysPortState, PortState};
 use sm_mad::{Guid, Lid, MadStatus, attr, smp, switch_info};
 
-use super::model::Discovered;
+use super::discover::PASSES;
+use super::model::{Discovered, Missing};
 use super::plan::{Plan, TableBlock, emit_data};
 use super::report::SweepReport;
 use super::shadow::{Shadow, TableKey};
@@ -46,6 +52,10 @@ enum Cursor {
 pub(super) struct Programming {
     pub(super) stage: Stage,
     cursor: Cursor,
+    /// Which pass over the rounds this is (0 first).
+    pass: u32,
+    /// Sets of this pass that went unanswered.
+    pub(super) lost: Vec<Missing>,
 }
 
 /// What the rounds read.
@@ -54,8 +64,8 @@ pub(super) struct Ctx<'a> {
     pub(super) plan: &'a Plan,
     pub(super) held: &'a Shadow,
     pub(super) p: &'a Params,
-    /// A new master: end ports that can are asked for a client reregistration.
-    pub(super) fresh: bool,
+    /// End ports that took a client reregistration from this master already.
+    pub(super) reregistered: &'a std::collections::HashSet<Guid>,
     /// The MulticastFDBTop a switch should hold as the multicast trees stand.
     pub(super) mcast_top: &'a dyn Fn(Guid) -> Lid,
 }
@@ -72,12 +82,52 @@ pub(super) struct SettingsSet {
 
 impl Programming {
     pub(super) fn new(stage: Stage) -> Programming {
-        let cursor = match stage {
+        Programming {
+            stage,
+            cursor: Self::start(stage),
+            pass: 0,
+            lost: Vec::new(),
+        }
+    }
+
+    /// Whether another pass may follow this one.
+    pub(super) fn passes_left(&self) -> bool {
+        self.pass + 1 < PASSES
+    }
+
+    fn start(stage: Stage) -> Cursor {
+        match stage {
             Stage::Settings => Cursor::Ports(0),
             Stage::Armed | Stage::Active => Cursor::States(0),
             Stage::Mcast => Cursor::Done,
+        }
+    }
+
+    /// The round after this one: the next stage; after ACTIVE, when Sets went unanswered
+    /// or ports do not hold what they should (`unsettled`) and passes are left, the first
+    /// round again; `None` after the multicast round.
+    pub(super) fn next(mut self, unsettled: usize) -> Option<Programming> {
+        let again = !self.lost.is_empty() || unsettled > 0;
+        let stage = match self.stage {
+            Stage::Settings => Stage::Armed,
+            Stage::Armed => Stage::Active,
+            Stage::Active if again && self.pass + 1 < PASSES => {
+                tracing::debug!(
+                    pass = self.pass + 1,
+                    lost = self.lost.len(),
+                    unsettled,
+                    "programming again what is not in place"
+                );
+                self.pass += 1;
+                self.lost.clear();
+                Stage::Settings
+            }
+            Stage::Active => Stage::Mcast,
+            Stage::Mcast => return None,
         };
-        Programming { stage, cursor }
+        self.stage = stage;
+        self.cursor = Self::start(stage);
+        Some(self)
     }
 
     /// The next Set of this round, counted in `report`; `None` when the round has sent
@@ -92,11 +142,11 @@ impl Programming {
                         continue;
                     };
                     self.cursor = Cursor::Ports(i + 1);
-                    if let Some(s) = port_settings(c.model, c.plan, port, c.fresh) {
+                    if let Some(s) = port_settings(c.model, c.plan, port, c.reregistered) {
                         report.port_info_sets += 1;
                         report.merged_armed += u64::from(s.armed);
                         report.client_reregisters += u64::from(s.rereg);
-                        return Some(settings_work(c.model, port, s.armed, s.data));
+                        return Some(settings_work(c.model, port, s.armed, s.rereg, s.data));
                     }
                 }
                 Cursor::Switches(i) => {
@@ -196,26 +246,36 @@ impl Programming {
     }
 }
 
-fn settings_work(m: &Discovered, port: PortIdx, armed: bool, data: [u8; 64]) -> Work {
-    Work::set(
-        Purpose::SetPortInfo { port, armed },
+fn settings_work(m: &Discovered, port: PortIdx, armed: bool, rereg: bool, data: [u8; 64]) -> Work {
+    let mut w = Work::set(
+        Purpose::SetPortInfo {
+            port,
+            armed,
+            rereg,
+            tries: 0,
+        },
         attr::PORT_INFO,
         u32::from(m.fabric.port(port).num),
         Target::Port(port),
         data,
-    )
+    );
+    if rereg {
+        // Once: unanswered, the port is read to see whether it arrived.
+        w.retries = Some(0);
+    }
+    w
 }
 
-/// The settings Set a port needs, if its PortInfo differs from the plan's (or a new
-/// master asks for a client reregistration).
+/// The settings Set a port needs, if its PortInfo differs from the plan's (or the port is
+/// to be asked for a client reregistration: it has not taken one from this master yet).
 pub(super) fn port_settings(
     m: &Discovered,
     plan: &Plan,
     port: PortIdx,
-    fresh: bool,
+    reregistered: &std::collections::HashSet<Guid>,
 ) -> Option<SettingsSet> {
     let (cur, want) = (m.port_info(port)?, plan.settings[port].as_ref()?);
-    let rereg = fresh
+    let rereg = !reregistered.contains(&m.fabric.port(port).guid)
         && m.is_end_port(port)
         && cur.capability_mask & port_info::cap::IS_CLIENT_REREGISTRATION_SUPPORTED != 0;
     if same_settings(cur, want) && !rereg {
@@ -316,10 +376,84 @@ pub(super) fn port_state(
     emit_data(&set)
 }
 
+/// A programming Set that went unanswered after its retries, as the report names it;
+/// `None` for work that is not programming's.
+pub(super) fn lost(m: &Discovered, w: &Work) -> Option<Missing> {
+    let at = |p: PortIdx| {
+        let port = m.fabric.port(p);
+        (m.fabric.node(port.node).guid, Some(port.num))
+    };
+    let (guid, port, what) = match &w.purpose {
+        Purpose::SetPortInfo { port, .. } | Purpose::VerifySettings { port, .. } => {
+            let (g, n) = at(*port);
+            (g, n, "PortInfo settings".to_string())
+        }
+        Purpose::SetPortState { port, want } | Purpose::VerifyPortState { port, want } => {
+            let (g, n) = at(*port);
+            (g, n, format!("PortState {want:?}"))
+        }
+        Purpose::SetSwitchInfo { node } => (m.fabric.node(*node).guid, None, "SwitchInfo".into()),
+        Purpose::SetLft { node, block } => (
+            m.fabric.node(*node).guid,
+            None,
+            format!("LFT block {block}"),
+        ),
+        Purpose::SetTable { key, .. } => (key.0, Some(key.1), format!("table {:#06x}", key.2)),
+        Purpose::SetMft { guid, modifier } => (
+            *guid,
+            None,
+            format!(
+                "MFT block {} position {}",
+                modifier.block, modifier.position
+            ),
+        ),
+        Purpose::SetMcastTop { guid } => (*guid, None, "MulticastFDBTop".into()),
+        _ => return None,
+    };
+    Some(Missing {
+        guid,
+        port,
+        behind: false,
+        what,
+    })
+}
+
+/// Ports that answer and do not hold what the plan says: settings not in place, or a
+/// linked port (its neighbour known) not ACTIVE.
+pub(super) fn unsettled(m: &Discovered, plan: &Plan) -> Vec<Missing> {
+    let mut out = Vec::new();
+    for (q, facts) in m.ports.iter_enumerated() {
+        let Some(cur) = &facts.info else { continue };
+        let p = m.fabric.port(q);
+        let guid = m.fabric.node(p.node).guid;
+        let mut not = |what: String| {
+            out.push(Missing {
+                guid,
+                port: Some(p.num),
+                behind: false,
+                what,
+            })
+        };
+        if let Some(field) = plan.settings[q]
+            .as_ref()
+            .and_then(|w| essentials_differ(cur, w))
+        {
+            not(format!("PortInfo {field} not held"));
+        }
+        let peer_known = p.remote.is_some_and(|r| m.port_info(r).is_some());
+        if p.num != 0 && peer_known && cur.port_state != PortState::Active {
+            not(format!("not ACTIVE ({:?})", cur.port_state));
+        }
+    }
+    out
+}
+
 /// What became of a programming answer.
 #[derive(Debug)]
 pub(super) enum Answered {
     Done,
+    /// A settings Set with a client reregistration arrived (the port holds its settings).
+    Arrived(PortIdx),
     /// Sent again differently (settings without the move to ARMED; a read of a port whose
     /// move was refused).
     Again(Work),
@@ -333,10 +467,16 @@ pub(super) fn on_answer(
     held: &mut Shadow,
     purpose: Purpose,
     s: &smp::Repr,
+    retries: u32,
 ) -> Answered {
     let ok = s.status == MadStatus::OK;
     match purpose {
-        Purpose::SetPortInfo { port, armed: true } if !ok => {
+        Purpose::SetPortInfo {
+            port,
+            armed: true,
+            rereg,
+            ..
+        } if !ok => {
             let data = match (plan.settings[port].as_ref(), m.port_info(port)) {
                 (Some(w), Some(cur)) => settings_data(w, cur, false),
                 _ => None,
@@ -349,7 +489,7 @@ pub(super) fn on_answer(
                 status = s.status.0,
                 "settings with ARMED refused; sending them alone"
             );
-            Answered::Again(settings_work(m, port, false, data))
+            Answered::Again(settings_work(m, port, false, rereg, data))
         }
         Purpose::SetPortState { port, want } if !ok => {
             let num = m.fabric.port(port).num;
@@ -361,21 +501,34 @@ pub(super) fn on_answer(
             ))
         }
         _ if !ok => Answered::Failed(format!("{purpose:?}: status {:#06x}", s.status.0)),
-        Purpose::VerifyPortState { port, want } => {
-            let got = s.attribute::<port_info::Repr>().ok();
-            if let Some(pi) = got {
+        Purpose::VerifySettings { port, tries } => {
+            let Ok(pi) = s.attribute::<port_info::Repr>() else {
+                return Answered::Done;
+            };
+            m.ports[port].info = Some(pi);
+            match plan.settings[port].as_ref() {
+                Some(w) if essentials_differ(&pi, w).is_none() => Answered::Arrived(port),
+                // It never arrived: again, while tries are left (else the next pass).
+                _ if tries < retries => match port_settings(m, plan, port, &Default::default()) {
+                    Some(s) => {
+                        let mut w = settings_work(m, port, s.armed, s.rereg, s.data);
+                        if let Purpose::SetPortInfo { tries: t, .. } = &mut w.purpose {
+                            *t = tries + 1;
+                        }
+                        Answered::Again(w)
+                    }
+                    None => Answered::Done,
+                },
+                _ => Answered::Done,
+            }
+        }
+        Purpose::VerifyPortState { port, .. } => {
+            // Where the port is now; one still short of where it should be is taken up by
+            // the next pass (its neighbour may not have been ARMED yet).
+            if let Ok(pi) = s.attribute::<port_info::Repr>() {
                 m.ports[port].info = Some(pi);
             }
-            if got.map(|pi| pi.port_state) == Some(want) {
-                Answered::Done
-            } else {
-                let p = m.fabric.port(port);
-                Answered::Failed(format!(
-                    "port {} of {}: refused the move to {want:?} and is not there",
-                    p.num,
-                    m.fabric.node(p.node).guid
-                ))
-            }
+            Answered::Done
         }
         Purpose::SetPortInfo { port, .. } | Purpose::SetPortState { port, .. } => {
             if let Ok(pi) = s.attribute::<port_info::Repr>() {
@@ -427,21 +580,60 @@ fn settings_data(want: &port_info::Repr, cur: &port_info::Repr, armed: bool) -> 
 
 /// The writable settings the SM cares about are already in place.
 fn same_settings(cur: &port_info::Repr, want: &port_info::Repr) -> bool {
-    cur.lid == want.lid
-        && cur.lmc == want.lmc
-        && cur.master_sm_lid == want.master_sm_lid
-        && cur.gid_prefix == want.gid_prefix
-        && cur.m_key == want.m_key
-        && cur.m_key_protect_bits == want.m_key_protect_bits
-        && cur.m_key_lease_period == want.m_key_lease_period
-        && cur.link_speed_enabled == want.link_speed_enabled
-        && cur.subnet_timeout == want.subnet_timeout
-        && cur.neighbor_mtu == want.neighbor_mtu
-        && cur.operational_vls == want.operational_vls
-        && cur.partition_enforcement_inbound == want.partition_enforcement_inbound
-        && cur.partition_enforcement_outbound == want.partition_enforcement_outbound
-        && cur.vl_high_limit == want.vl_high_limit
-        && cur.hoq_life == want.hoq_life
+    settings_differ(cur, want).is_none()
+}
+
+/// The settings a port must hold for the subnet to work through it: its LIDs, its SM, its
+/// M_Key. (Agents may ignore the others, ibsim's the lease period and LinkSpeedEnabled 15,
+/// "every supported speed"; they are sent where they differ, as OpenSM sends them.)
+fn essentials_differ(cur: &port_info::Repr, want: &port_info::Repr) -> Option<&'static str> {
+    let checks = [
+        (cur.lid == want.lid, "LID"),
+        (cur.lmc == want.lmc, "LMC"),
+        (cur.master_sm_lid == want.master_sm_lid, "MasterSMLID"),
+        (cur.m_key == want.m_key, "M_Key"),
+    ];
+    checks.iter().find(|c| !c.0).map(|c| c.1)
+}
+
+/// The first writable setting the SM cares about that is not in place.
+fn settings_differ(cur: &port_info::Repr, want: &port_info::Repr) -> Option<&'static str> {
+    // 15 is not a value a port reports: it asks for every speed the port supports.
+    let speed_held = cur.link_speed_enabled == want.link_speed_enabled
+        || (want.link_speed_enabled == 15 && cur.link_speed_enabled == cur.link_speed_supported);
+    let checks = [
+        (cur.lid == want.lid, "LID"),
+        (cur.lmc == want.lmc, "LMC"),
+        (cur.master_sm_lid == want.master_sm_lid, "MasterSMLID"),
+        (cur.gid_prefix == want.gid_prefix, "GIDPrefix"),
+        (cur.m_key == want.m_key, "M_Key"),
+        (
+            cur.m_key_protect_bits == want.m_key_protect_bits,
+            "M_KeyProtectBits",
+        ),
+        (
+            cur.m_key_lease_period == want.m_key_lease_period,
+            "M_KeyLeasePeriod",
+        ),
+        (speed_held, "LinkSpeedEnabled"),
+        (cur.subnet_timeout == want.subnet_timeout, "SubnetTimeOut"),
+        (cur.neighbor_mtu == want.neighbor_mtu, "NeighborMTU"),
+        (
+            cur.operational_vls == want.operational_vls,
+            "OperationalVLs",
+        ),
+        (
+            cur.partition_enforcement_inbound == want.partition_enforcement_inbound,
+            "PartitionEnforcementInbound",
+        ),
+        (
+            cur.partition_enforcement_outbound == want.partition_enforcement_outbound,
+            "PartitionEnforcementOutbound",
+        ),
+        (cur.vl_high_limit == want.vl_high_limit, "VLHighLimit"),
+        (cur.hoq_life == want.hoq_life, "HOQLife"),
+    ];
+    checks.iter().find(|c| !c.0).map(|c| c.1)
 }
 
 /// A PortInfo Set that changes nothing but what the caller overrides.

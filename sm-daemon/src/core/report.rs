@@ -6,6 +6,17 @@ use super::requests::MadCounts;
 /// Nanoseconds, as the report gives durations.
 pub type Nanos = u64;
 
+/// A node that left questions unanswered, after every retry and pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Unresponsive {
+    /// Its GUID; for a node never reached, the port it is behind (`behind 0x...[3]`).
+    pub node: String,
+    /// Its NodeDescription, when known.
+    pub description: String,
+    /// What went unanswered.
+    pub what: Vec<String>,
+}
+
 /// What one sweep did, for the `info!` line and the JSON report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepReport {
@@ -52,6 +63,9 @@ pub struct SweepReport {
     pub sweep_ns: Nanos,
     /// Errors met on the way (a sweep with errors is retried).
     pub errors: Vec<String>,
+    /// Nodes that did not answer: the subnet is up without them, and later sweeps try
+    /// them again.
+    pub unresponsive: Vec<Unresponsive>,
     /// "master", or "standby" when the election left the subnet to another SM.
     pub sm_state: String,
     /// PortInfo Sets that asked a port's SA clients to register again (a new master's

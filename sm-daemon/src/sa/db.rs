@@ -621,6 +621,7 @@ pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
         own,
         sms: Vec::new(),
         sm_asks: 0,
+        missing: Vec::new(),
     }
 }
 

@@ -1,0 +1,199 @@
+//! Sweeps that finish despite what the fabric does to them: heavy MAD loss, agents that never
+//! answer or answer late. The subnet comes up for everything that answers, what does not is
+//! listed, later sweeps try it again, and no port is asked for a client reregistration twice.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sm_core::fabric::{Fabric, PortIdx};
+use sm_core::generate::{GenSpec, generate};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Event, Params, SweepReport};
+use sm_daemon::transport::sim::SimDriver;
+use sm_mad::port_info::PortState;
+use sm_sim::SimConfig;
+use sm_sim::scenario::Scenario;
+use sm_sim::trace::AllPairsOptions;
+
+const S: u64 = 1_000_000_000;
+
+fn fabric(json: &str) -> Fabric {
+    generate(&serde_json::from_str::<GenSpec>(json).unwrap()).unwrap()
+}
+
+fn ft3_128() -> Fabric {
+    fabric(r#"{"family":"fat-tree3","radix":8}"#)
+}
+
+fn ft2_32() -> Fabric {
+    fabric(r#"{"family":"fat-tree2","radix":8}"#)
+}
+
+fn sm_port(f: &Fabric) -> PortIdx {
+    f.cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap()
+}
+
+fn driver(f: &Fabric, loss: f64, seed: u64, scenario: &str) -> SimDriver {
+    let cfg = SimConfig {
+        seed,
+        faults: sm_sim::Faults {
+            loss,
+            ..sm_sim::Faults::default()
+        },
+        ..SimConfig::default()
+    };
+    let mut d = SimDriver::new(f, sm_port(f), Params::default(), LidStore::new(), cfg);
+    if !scenario.is_empty() {
+        d.sim
+            .load_scenario(&Scenario::parse("test", scenario).unwrap())
+            .unwrap();
+    }
+    d.start();
+    d
+}
+
+/// The first heavy sweep's report.
+fn first_sweep(d: &mut SimDriver) -> SweepReport {
+    match d.run_until(60 * S, |e| matches!(e, Event::SweepDone(_))) {
+        Some(Event::SweepDone(r)) => *r,
+        other => panic!("no sweep finished: {other:?}"),
+    }
+}
+
+/// Every linked port the SM can reach is ACTIVE, except those in `skip`.
+fn all_active_but(d: &SimDriver, f: &Fabric, skip: &[PortIdx]) {
+    for (a, b) in f.links() {
+        if skip.contains(&a) || skip.contains(&b) {
+            continue;
+        }
+        for p in [a, b] {
+            assert_eq!(
+                d.sim.port(p).info.port_state,
+                PortState::Active,
+                "{:?}",
+                f.port(p)
+            );
+        }
+    }
+}
+
+#[test]
+fn twenty_percent_loss_brings_every_node_up_on_the_first_sweep() {
+    let f = ft3_128();
+    for seed in 1..=6 {
+        let mut d = driver(&f, 0.2, seed, "");
+        let r = first_sweep(&mut d);
+        assert!(r.subnet_up, "seed {seed}: {:?}", r.errors);
+        assert!(
+            r.unresponsive.is_empty(),
+            "seed {seed}: {:?}",
+            r.unresponsive
+        );
+        assert_eq!(r.nodes, f.nodes().len(), "seed {seed}");
+        assert!(
+            r.mads_lost > 0,
+            "seed {seed}: 20 % loss loses some requests whole"
+        );
+        all_active_but(&d, &f, &[]);
+        let all = d.sim.check_all_pairs(&AllPairsOptions::default());
+        assert!(all.all_delivered(), "seed {seed}: {:?}", all.failures);
+    }
+}
+
+#[test]
+fn a_silent_host_is_listed_and_everything_else_comes_up() {
+    let f = ft2_32();
+    let silent = f
+        .cas()
+        .find(|&n| f.node(n).description == "host 3 leaf 0")
+        .unwrap();
+    let host_port = f.port_of(silent, 1).unwrap();
+    let leaf_port = f.port(host_port).remote.unwrap();
+    let mut d = driver(&f, 0.0, 1, "at 0 silent \"host 3 leaf 0\"");
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    assert_eq!(r.nodes, f.nodes().len() - 1);
+    let leaf = f.node(f.port(leaf_port).node);
+    let where_ = format!("behind {}[{}]", leaf.guid, f.port(leaf_port).num);
+    assert_eq!(r.unresponsive.len(), 1, "{:?}", r.unresponsive);
+    assert_eq!(r.unresponsive[0].node, where_);
+    assert_eq!(r.unresponsive[0].what, ["NodeInfo"]);
+    all_active_but(&d, &f, &[host_port, leaf_port]);
+    // The next sweep leaves it alone (it stopped answering), and once it answers again a
+    // later sweep brings it up.
+    d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+    let r2 = first_sweep(&mut d);
+    assert!(r2.subnet_up);
+    d.sim
+        .load_scenario(&Scenario::parse("t", "at 0 silent \"host 3 leaf 0\" off").unwrap())
+        .unwrap();
+    let mut up = false;
+    for _ in 0..8 {
+        d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+        let r = first_sweep(&mut d);
+        if r.nodes == f.nodes().len() && r.unresponsive.is_empty() {
+            up = true;
+            break;
+        }
+    }
+    assert!(up, "the host came back and was never configured");
+    assert_eq!(d.sim.port(host_port).info.port_state, PortState::Active);
+}
+
+#[test]
+fn a_silent_leaf_leaves_only_its_hosts_out() {
+    let f = ft2_32();
+    let mut d = driver(&f, 0.0, 1, "at 0 silent \"leaf 1\"");
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    // The leaf and its four hosts are not in the model; every spine reports the leaf
+    // behind one of its ports.
+    assert_eq!(r.nodes, f.nodes().len() - 5);
+    assert!(!r.unresponsive.is_empty());
+    assert!(r.unresponsive.iter().all(|u| u.node.starts_with("behind ")));
+}
+
+#[test]
+fn a_host_that_answers_late_comes_up_with_the_rest() {
+    let f = ft2_32();
+    let mut d = driver(&f, 0.0, 1, "at 0 slow \"host 5 leaf 1\" 50ms");
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    assert!(r.unresponsive.is_empty(), "{:?}", r.unresponsive);
+    assert_eq!(r.nodes, f.nodes().len());
+    all_active_but(&d, &f, &[]);
+}
+
+#[test]
+fn under_loss_no_port_is_asked_to_reregister_twice() {
+    let f = ft3_128();
+    let mut d = driver(&f, 0.1, 7, "");
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up);
+    // Two seconds of sweeping at 10 % loss, light and heavy (a heavy one every 300 ms).
+    let start = d.now();
+    while d.now() < start + 2 * S {
+        d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+        d.run_while(300_000_000, |_| false);
+    }
+    let mut asked = 0;
+    for p in f.cas().flat_map(|n| f.node_ports(n)) {
+        let n = d.sim.port(p).reregistrations;
+        assert!(n <= 1, "{:?} was asked {n} times", f.port(p));
+        asked += n;
+    }
+    assert_eq!(asked as usize, f.cas().count(), "each host once");
+}
+
+#[test]
+fn thirty_percent_loss_still_comes_up() {
+    let f = ft2_32();
+    for seed in 1..=3 {
+        let mut d = driver(&f, 0.3, seed, "");
+        let r = first_sweep(&mut d);
+        assert!(r.subnet_up, "seed {seed}: {:?}", r.errors);
+        assert!(r.nodes > f.nodes().len() / 2, "seed {seed}: {}", r.nodes);
+    }
+}
