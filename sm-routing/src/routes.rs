@@ -25,7 +25,7 @@ pub struct Options {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreviousTables {
     by_guid: std::collections::HashMap<Guid, usize>,
-    tables: std::sync::Arc<Routes>,
+    tables: Vec<std::sync::Arc<[u8]>>,
 }
 
 impl PreviousTables {
@@ -38,26 +38,26 @@ impl PreviousTables {
                 .enumerate()
                 .map(|(i, t)| (t.guid, i))
                 .collect(),
-            tables: std::sync::Arc::new(Routes {
-                engine: "previous",
-                lft: lfts.switches.iter().map(|t| t.ports.clone()).collect(),
-                ar: None,
-            }),
+            tables: lfts
+                .switches
+                .iter()
+                .map(|t| std::sync::Arc::from(&t.ports[..]))
+                .collect(),
         }
     }
 
-    /// From tables an SM keeps (shared, not copied): `guids[i]` holds `routes.lft[i]`.
-    pub fn from_routes(guids: Vec<Guid>, routes: std::sync::Arc<Routes>) -> PreviousTables {
+    /// From tables an SM keeps (shared, not copied): `guids[i]` holds `tables[i]`.
+    pub fn from_tables(guids: Vec<Guid>, tables: Vec<std::sync::Arc<[u8]>>) -> PreviousTables {
         PreviousTables {
             by_guid: guids.into_iter().enumerate().map(|(i, g)| (g, i)).collect(),
-            tables: routes,
+            tables,
         }
     }
 
     /// The table of one switch.
     pub fn get(&self, guid: Guid) -> Option<&[u8]> {
         let i = *self.by_guid.get(&guid)?;
-        self.tables.lft.get(i).map(Vec::as_slice)
+        self.tables.get(i).map(|t| &t[..])
     }
 }
 

@@ -364,7 +364,7 @@ fn unreachable_traced(driver: &SimDriver) -> u64 {
 fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
     let plan = sm.plan()?;
     let topo = sm_routing::Topo::new(&plan.fabric).ok()?;
-    let routes = &plan.routes;
+    let routes = &plan.to_routes();
     let opts = sm_routing::ValidateOptions {
         credit_loops: false,
         ..sm_routing::ValidateOptions::default()

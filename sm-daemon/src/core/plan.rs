@@ -49,9 +49,12 @@ pub struct TableBlock {
 pub struct Plan {
     /// The discovered topology with the LIDs to give every end port.
     pub fabric: Fabric,
-    /// Forwarding tables of the switches, in the routing snapshot's order.
-    pub routes: Arc<Routes>,
-    /// The switch behind each routing table (`routes.lft[i]` is `switches[i]`'s).
+    /// Forwarding tables of the switches (index = LID), in the routing snapshot's order;
+    /// shared per switch, so a repair that changes a few switches copies only theirs.
+    pub lfts: Vec<Arc<[u8]>>,
+    /// The engine that made them.
+    pub engine: &'static str,
+    /// The switch behind each routing table (`lfts[i]` is `switches[i]`'s).
     pub switches: Vec<NodeIdx>,
     /// A node's routing table, if it is a switch.
     pub sw_of: IdxVec<NodeIdx, OptIdx<SwIdx>>,
@@ -79,7 +82,7 @@ impl Plan {
     /// The forwarding table a switch should hold, index = LID.
     pub fn lft(&self, n: NodeIdx) -> Option<&[u8]> {
         let s = self.sw_of.get(n)?.get()?;
-        self.routes.lft.get(s.idx()).map(Vec::as_slice)
+        self.lfts.get(s.idx()).map(|t| &t[..])
     }
 
     /// Block `b` of switch `n`'s table (entries past the table's end unrouted).
@@ -116,11 +119,8 @@ impl Plan {
             .max()
             .unwrap_or(0) as u16);
         Plan {
-            routes: Arc::new(Routes {
-                engine: "external",
-                lft,
-                ar: None,
-            }),
+            lfts: lft.into_iter().map(Arc::from).collect(),
+            engine: "external",
             switches,
             sw_of,
             max_lid,
@@ -137,12 +137,21 @@ impl Plan {
         }
     }
 
+    /// The tables as the routing crate's validation and metrics take them (a copy).
+    pub fn to_routes(&self) -> Routes {
+        Routes {
+            engine: self.engine,
+            lft: self.lfts.iter().map(|t| t.to_vec()).collect(),
+            ar: None,
+        }
+    }
+
     /// The tables in the dump formats' exchange type (a copy: for dumps and offline use).
     pub fn to_lfts(&self) -> Lfts {
         let mut out = Lfts::new();
         for (i, &n) in self.switches.iter().enumerate() {
             let mut t = SwitchLft::for_switch(&self.fabric, n, Lid(0));
-            t.ports = self.routes.lft.get(i).cloned().unwrap_or_default();
+            t.ports = self.lfts.get(i).map(|t| t.to_vec()).unwrap_or_default();
             out.switches.push(t);
         }
         out
@@ -181,7 +190,8 @@ pub fn plan(
     let mut settings = port_settings(d, &fabric, own_lid, p);
     let (tables, pkeys) = tables(d, &fabric, &mut settings, p);
     Ok(Plan {
-        routes: Arc::new(routed.routes),
+        engine: routed.routes.engine,
+        lfts: routed.routes.lft.into_iter().map(Arc::from).collect(),
         switches: routed.switches,
         sw_of: routed.sw_of,
         max_lid: routed.max_lid,
@@ -242,9 +252,9 @@ fn route(fabric: &Fabric, p: &Params, previous: Option<&Plan>) -> Result<Routed,
                 .iter()
                 .map(|&n| pl.fabric.node(n).guid)
                 .collect();
-            Arc::new(sm_routing::PreviousTables::from_routes(
+            Arc::new(sm_routing::PreviousTables::from_tables(
                 guids,
-                Arc::clone(&pl.routes),
+                pl.lfts.clone(),
             ))
         });
     }
@@ -594,12 +604,12 @@ mod tests {
         let a = plan(&d, &mut store, &p, None).expect("a plan");
         let b = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
         assert_eq!(end_lids(&a), end_lids(&b));
-        assert_eq!(a.routes, b.routes);
+        assert_eq!(a.lfts, b.lfts);
         // Again with the store and the previous plan: nothing moves.
         let c = plan(&d, &mut store, &p, Some(&a)).expect("a plan");
         assert!(!c.lids_changed);
         assert_eq!(end_lids(&a), end_lids(&c));
-        assert_eq!(a.routes.lft, c.routes.lft);
+        assert_eq!(a.lfts, c.lfts);
     }
 
     #[test]
@@ -694,7 +704,7 @@ mod tests {
             None,
         )
         .expect("a plan without switches");
-        assert!(plan.routes.lft.is_empty());
+        assert!(plan.lfts.is_empty());
         assert_eq!(end_lids(&plan).len(), 2);
         assert_eq!(plan.lids, 2);
         assert!(plan.settings[pb].is_some());
