@@ -3,20 +3,23 @@
 //!
 //! # Detecting the tree
 //!
-//! Compute nodes (CNs) are the CA ports of [`Options::compute_nodes`], or every CA port.
-//! Ranks come from the roots: those of [`Options::roots`] (GUIDs naming no switch are
-//! ignored), or else the switches farthest from any switch with CNs (a breadth-first search
-//! from the CN switches; when every switch has CNs there is nothing above the leaves and the
-//! fabric is not a fat-tree). Other CAs (I/O nodes) may hang off any switch. Ranks are
-//! breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or one
-//! rank (a sibling link, never used). The leaf rank is the rank of most CNs, which must be
-//! the highest rank (with roots given: the rank of the first CN's switch). Every CN must
-//! hang off a switch at the leaf rank, the tree must have 2 to 8 levels, every switch must be
-//! ranked, and every switch with CNs must reach every destination by going up then down (a
-//! common ancestor). Any failure declines with [`RouteError::NotApplicable`] naming the
-//! switch or CA at fault, so a chain moves on. Unlike OpenSM, trees whose ranks differ in
-//! link counts (oversubscribed, pruned pods, uneven parallel links) are routed, not refused,
-//! and LMC > 0 is supported (each LID of a port is routed as its own destination, round by
+//! Compute nodes (CNs) are the CA ports of [`Options::compute_nodes`], or every CA port;
+//! the other CAs are I/O nodes. Ranks come from the roots: those of [`Options::roots`]
+//! (GUIDs naming no switch are ignored), or else the switches farthest from the leaves (a
+//! breadth-first search from them; when every switch is a leaf there is nothing above the
+//! leaves and the fabric is not a fat-tree). Leaves are the switches with CAs, compute nodes
+//! or not; when that gives no tree that routes every pair (an I/O node on a switch above
+//! the leaves), the switches with CNs, so I/O nodes may also hang off upper switches. Ranks
+//! are breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or
+//! one rank (a sibling link, never used). The leaf rank is the rank of most CNs, which must
+//! be the highest rank (with roots given: the rank of the first CN's switch). Every CN must
+//! hang off a switch at the leaf rank, the tree must have 2 to 8 levels, every switch must
+//! be ranked, and every switch with CAs (CNs or I/O nodes) must reach every destination by
+//! going up then down (a common ancestor), so the engine never returns tables that leave a
+//! pair unrouted. Any failure declines with [`RouteError::NotApplicable`] naming the switch
+//! or CA at fault, so a chain moves on. Unlike OpenSM, trees whose ranks differ in link
+//! counts (oversubscribed, pruned pods, uneven parallel links) are routed, not refused, and
+//! LMC > 0 is supported (each LID of a port is routed as its own destination, round by
 //! round).
 //!
 //! # Routing
@@ -51,8 +54,8 @@ use sm_core::NodeKind;
 use sm_mad::Guid;
 
 use crate::fill::{Job, NONE, Policy, fill};
-use crate::labels::{DOWN, DOWN_FLAG, Dirs, Labels, NEVER, UP, label_masks, unreached_pair};
-use crate::rank::sw_name;
+use crate::labels::{DOWN_FLAG, Dirs, Labels, label_masks};
+use crate::rank::Detected;
 pub use crate::rank::{MAX_LEVELS, Tree, detect_tree as detect};
 use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::{Adj, SwIdx, Topo};
@@ -74,22 +77,9 @@ impl Engine for FatTree {
     }
 
     fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
-        let tree = detect(topo, opts).map_err(na)?;
-        let rank = &tree.rank;
-        let dirs = Dirs::new(topo, |s, t| {
-            let (rs, rt) = (rank[s.idx()], rank[t.idx()]);
-            if rt < rs {
-                UP
-            } else if rt > rs {
-                DOWN
-            } else {
-                NEVER
-            }
-        });
-        let labels = Labels::new(&dirs);
-        check_reach(topo, &tree, &labels)?;
+        let Detected { tree, dirs, labels } = crate::rank::detect(topo, opts).map_err(na)?;
         let (jobs, chains) = chains(topo, &tree);
-        let up = UpLinks::new(topo, rank);
+        let up = UpLinks::new(topo, &tree.rank);
         let policy = TreePolicy {
             topo,
             tree: &tree,
@@ -99,27 +89,6 @@ impl Engine for FatTree {
             up: &up,
         };
         Ok(fill(self.name(), topo, &policy, &jobs, opts))
-    }
-}
-
-/// Every switch with CNs must reach every destination switch going up then down. (Other
-/// CAs hanging off roots may miss the LIDs of other roots, as with OpenSM.)
-fn check_reach(topo: &Topo<'_>, tree: &Tree, labels: &Labels) -> Result<(), RouteError> {
-    let cn_ports: Vec<sm_core::fabric::PortIdx> = topo
-        .dests
-        .iter()
-        .zip(&tree.cn)
-        .filter(|(_, c)| **c)
-        .map(|(d, _)| d.port)
-        .collect();
-    let is_cn = |d: &crate::topo::Dest| cn_ports.binary_search(&d.port).is_ok();
-    match unreached_pair(topo, labels, is_cn) {
-        Some((s, d)) => Err(na(format!(
-            "switch {} (with compute nodes) has no up-then-down path to switch {}: they have no common ancestor",
-            sw_name(topo, s),
-            sw_name(topo, d)
-        ))),
-        None => Ok(()),
     }
 }
 
