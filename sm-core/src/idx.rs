@@ -19,17 +19,19 @@ pub trait Idx: Copy + Eq + Ord + fmt::Debug {
     }
 }
 
-/// Declares `pub struct $name(pub u32)` as an [`Idx`].
+/// Declares `pub struct $name(pub u32)` as an [`Idx`]; `$vis struct $name` declares it with
+/// that visibility instead (an index private to a crate).
 #[macro_export]
 macro_rules! dense_index {
-    ($(#[$m:meta])* $name:ident) => {
+    ($(#[$m:meta])* $vis:vis struct $name:ident) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-        pub struct $name(pub u32);
+        $vis struct $name($vis u32);
 
         impl $name {
             /// As a `usize` for indexing.
-            pub const fn idx(self) -> usize {
+            #[allow(dead_code)]
+            $vis const fn idx(self) -> usize {
                 self.0 as usize
             }
         }
@@ -44,6 +46,9 @@ macro_rules! dense_index {
                 self.0
             }
         }
+    };
+    ($(#[$m:meta])* $name:ident) => {
+        $crate::dense_index!($(#[$m])* pub struct $name);
     };
 }
 
@@ -112,6 +117,11 @@ impl<I: Idx, T> IdxVec<I, T> {
     /// Every index, in order.
     pub fn indices(&self) -> impl DoubleEndedIterator<Item = I> + use<I, T> {
         (0..self.items.len() as u32).map(I::from_u32)
+    }
+
+    /// Removes every element, keeping the allocation.
+    pub fn clear(&mut self) {
+        self.items.clear();
     }
 
     /// Grows (with `value`) or shrinks to `n` elements.

@@ -6,13 +6,11 @@
 //! port any switch has, so the switch drops such packets. [`NO_ROUTE`] is that value and
 //! [`Repr::default`] is a block of it. A switch's own LIDs map to port 0.
 
-use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, Lid, PortNum, Result, SmpAttribute};
+use crate::table::{TableEntry, table_attribute};
+use crate::{Error, Lid, PortNum, Result};
 
-/// Length on the wire.
-pub const LEN: usize = 64;
 /// LIDs per block.
 pub const ENTRIES: usize = 64;
 /// Highest block: unicast LIDs end at 0xBFFF (LinearFDBCap is at most 49152).
@@ -43,59 +41,82 @@ pub const fn blocks_for_top(top: Lid) -> u16 {
     block_of(top) + 1
 }
 
-/// The attribute modifier for `block`.
-pub const fn attr_mod(block: u16) -> u32 {
-    block as u32
+/// Which block a MAD addresses: the whole attribute modifier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub struct Modifier {
+    /// LIDs `64 * block ..= 64 * block + 63`; 0..=767.
+    pub block: u16,
 }
 
-/// The block an attribute modifier names; anything above [`MAX_BLOCK`] is rejected.
-pub fn block_from_attr_mod(attr_mod: u32) -> Result<u16> {
-    if attr_mod > MAX_BLOCK as u32 {
-        return Err(Error::InvalidField {
-            what: "LinearForwardingTable attribute modifier",
-            field: "block",
-            value: attr_mod as u64,
-        });
+impl Modifier {
+    /// A modifier; `block` must be at most [`MAX_BLOCK`].
+    pub fn new(block: u16) -> Result<Modifier> {
+        Modifier::from_attr_mod(u32::from(block))
     }
-    Ok(attr_mod as u16)
+
+    /// The block holding `lid`'s entry (any LID: multicast ones give blocks above
+    /// [`MAX_BLOCK`], which `from_attr_mod` refuses).
+    pub const fn for_lid(lid: Lid) -> Modifier {
+        Modifier {
+            block: block_of(lid),
+        }
+    }
+
+    /// The 32-bit attribute modifier.
+    pub const fn to_attr_mod(self) -> u32 {
+        self.block as u32
+    }
+
+    /// The block an attribute modifier names; anything above [`MAX_BLOCK`] is rejected.
+    pub fn from_attr_mod(attr_mod: u32) -> Result<Modifier> {
+        if attr_mod > MAX_BLOCK as u32 {
+            return Err(Error::InvalidField {
+                what: "LinearForwardingTable attribute modifier",
+                field: "block",
+                value: attr_mod as u64,
+            });
+        }
+        Ok(Modifier {
+            block: attr_mod as u16,
+        })
+    }
 }
 
-packet_view! {
-    /// Zero-copy view over a LinearForwardingTable block.
-    view WHAT, LEN
+/// The attribute modifier for `block` (as [`Modifier::to_attr_mod`]).
+pub const fn attr_mod(block: u16) -> u32 {
+    Modifier { block }.to_attr_mod()
+}
+
+/// The block an attribute modifier names (as [`Modifier::from_attr_mod`]).
+pub fn block_from_attr_mod(attr_mod: u32) -> Result<u16> {
+    Modifier::from_attr_mod(attr_mod).map(|m| m.block)
+}
+
+/// An entry is the output port, one byte.
+impl TableEntry for PortNum {
+    const BITS: usize = 8;
+    const FIELDS: &'static [(&'static str, usize, usize)] = &[("port", 0, 8)];
+}
+
+table_attribute! {
+    /// One block: the output ports of LIDs `64 * block ..= 64 * block + 63`.
+    pub struct Repr(WHAT, id = crate::attr::LINEAR_FORWARDING_TABLE, modifier = Modifier) {
+        pub port_block: [PortNum; ENTRIES],
+    }
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// The output port in slot `i` (0..64).
     pub fn port(&self, i: usize) -> Option<PortNum> {
-        if i >= ENTRIES {
-            return None;
-        }
-        self.buffer.as_ref().get(i).map(|&p| PortNum(p))
+        self.entry(i)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Writes the output port in slot `i` (0..64).
     pub fn set_port(&mut self, i: usize, port: PortNum) -> Result<()> {
-        let b = (i < ENTRIES)
-            .then(|| self.buffer.as_mut().get_mut(i))
-            .flatten()
-            .ok_or(Error::InvalidField {
-                what: WHAT,
-                field: "index",
-                value: i as u64,
-            })?;
-        *b = port.0;
-        Ok(())
+        self.set_entry(i, port)
     }
-}
-
-/// One block: the output ports of LIDs `64 * block ..= 64 * block + 63`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct Repr {
-    pub port_block: [PortNum; ENTRIES],
 }
 
 impl Default for Repr {
@@ -124,57 +145,6 @@ impl Repr {
     pub fn to_ports(&self) -> [u8; ENTRIES] {
         self.port_block.map(|p| p.0)
     }
-
-    /// Parses a block.
-    pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        let mut r = Repr::default();
-        for (slot, &p) in r.port_block.iter_mut().zip(buf) {
-            *slot = PortNum(p);
-        }
-        Ok(r)
-    }
-
-    /// Bytes `emit` writes.
-    pub const fn buffer_len(&self) -> usize {
-        LEN
-    }
-
-    /// Writes the block.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::BufferTooSmall {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        buf[..LEN].copy_from_slice(&self.to_ports());
-        Ok(())
-    }
-}
-
-impl serde::Serialize for Repr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("LinearForwardingTable", 1)?;
-        st.serialize_field("port_block", &self.port_block[..])?;
-        st.end()
-    }
-}
-
-wire_via_inherent!(WHAT, LEN);
-
-impl SmpAttribute for Repr {
-    const ID: u16 = crate::attr::LINEAR_FORWARDING_TABLE;
 }
 
 #[cfg(test)]
@@ -256,6 +226,10 @@ mod tests {
         assert_eq!(blocks_for_top(Lid(64)), 2);
         assert_eq!(attr_mod(5), 5);
         assert_eq!(block_from_attr_mod(767), Ok(767));
+        assert_eq!(Modifier::for_lid(Lid(0x1234)).to_attr_mod(), 0x48);
+        assert_eq!(Modifier::new(MAX_BLOCK), Modifier::from_attr_mod(767));
+        assert!(Modifier::new(MAX_BLOCK + 1).is_err());
+        assert!(Modifier::from_attr_mod(Modifier::for_lid(Lid(0xc000)).to_attr_mod()).is_err());
         assert!(matches!(
             block_from_attr_mod(768),
             Err(Error::InvalidField { field: "block", .. })

@@ -51,6 +51,7 @@ pub mod sm_info_record;
 pub mod smp;
 pub mod switch_info;
 pub mod switch_info_record;
+pub mod table;
 #[cfg(test)]
 mod test_vectors;
 mod types;

@@ -6,13 +6,11 @@
 //! is port `16 * position + i`). Switches with more than 15 ports need several positions
 //! per block.
 
-use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, Lid, PortNum, Result, SmpAttribute};
+use crate::table::{TableEntry, table_attribute};
+use crate::{Error, Lid, PortNum, Result};
 
-/// Length on the wire.
-pub const LEN: usize = 64;
 /// MLIDs per block.
 pub const ENTRIES: usize = 32;
 /// Ports per mask.
@@ -124,44 +122,34 @@ impl Modifier {
     }
 }
 
-packet_view! {
-    /// Zero-copy view over a MulticastForwardingTable block.
-    view WHAT, LEN
+/// An entry is a port mask, 16 bits.
+impl TableEntry for u16 {
+    const BITS: usize = 16;
+    const FIELDS: &'static [(&'static str, usize, usize)] = &[("port_mask", 0, 16)];
+}
+
+table_attribute! {
+    /// One block at one position: `port_mask_block[slot]` is the mask of MLID
+    /// `0xC000 + 32 * block + slot` over ports `16 * position ..`. An unused MLID has mask 0.
+    #[derive(Default)]
+    pub struct Repr(WHAT, id = crate::attr::MULTICAST_FORWARDING_TABLE, modifier = Modifier) {
+        pub port_mask_block: [u16; ENTRIES],
+    }
+    json = HexMask;
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// The port mask in slot `i` (0..32).
     pub fn port_mask(&self, i: usize) -> Option<u16> {
-        if i >= ENTRIES {
-            return None;
-        }
-        let b = self.buffer.as_ref().get(2 * i..2 * i + 2)?;
-        Some(u16::from_be_bytes([b[0], b[1]]))
+        self.entry(i)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Writes the port mask in slot `i` (0..32).
     pub fn set_port_mask(&mut self, i: usize, mask: u16) -> Result<()> {
-        let b = (i < ENTRIES)
-            .then(|| self.buffer.as_mut().get_mut(2 * i..2 * i + 2))
-            .flatten()
-            .ok_or(Error::InvalidField {
-                what: WHAT,
-                field: "index",
-                value: i as u64,
-            })?;
-        b.copy_from_slice(&mask.to_be_bytes());
-        Ok(())
+        self.set_entry(i, mask)
     }
-}
-
-/// One block at one position: `port_mask_block[slot]` is the mask of MLID
-/// `0xC000 + 32 * block + slot` over ports `16 * position ..`. An unused MLID has mask 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct Repr {
-    pub port_mask_block: [u16; ENTRIES],
 }
 
 impl Repr {
@@ -179,44 +167,6 @@ impl Repr {
             *m |= bit_of(port);
         }
     }
-
-    /// Parses a block.
-    pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        let mut r = Repr::default();
-        for (m, b) in r.port_mask_block.iter_mut().zip(buf.chunks_exact(2)) {
-            *m = u16::from_be_bytes([b[0], b[1]]);
-        }
-        Ok(r)
-    }
-
-    /// Bytes `emit` writes.
-    pub const fn buffer_len(&self) -> usize {
-        LEN
-    }
-
-    /// Writes the block.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::BufferTooSmall {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        for (b, m) in buf[..LEN].chunks_exact_mut(2).zip(&self.port_mask_block) {
-            b.copy_from_slice(&m.to_be_bytes());
-        }
-        Ok(())
-    }
 }
 
 /// A port mask in JSON: a hex string, so the port bits read at a glance.
@@ -226,22 +176,6 @@ impl serde::Serialize for HexMask {
     fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{:#06x}", self.0))
     }
-}
-
-impl serde::Serialize for Repr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let masks = self.port_mask_block.map(HexMask);
-        let mut st = s.serialize_struct("MulticastForwardingTable", 1)?;
-        st.serialize_field("port_mask_block", &masks[..])?;
-        st.end()
-    }
-}
-
-wire_via_inherent!(WHAT, LEN);
-
-impl SmpAttribute for Repr {
-    const ID: u16 = crate::attr::MULTICAST_FORWARDING_TABLE;
 }
 
 #[cfg(test)]

@@ -3,11 +3,9 @@
 //! The attribute modifier selects the block (bits 0..=15) and, on a switch, the port whose
 //! table is meant (bits 16..=23); channel adapters ignore the port.
 
-use crate::bits::{packet_view, wire_via_inherent};
-use crate::{Error, PKey, PortNum, Result, SmpAttribute};
+use crate::table::{TableEntry, table_attribute};
+use crate::{Error, PKey, PortNum, Result};
 
-/// Length on the wire.
-pub const LEN: usize = 64;
 /// Keys per block.
 pub const ENTRIES: usize = 32;
 /// Highest block number: PartitionCap is 16 bits, so a table holds at most 65536 keys.
@@ -86,44 +84,19 @@ impl Modifier {
     }
 }
 
-packet_view! {
-    /// Zero-copy view over a P_KeyTable block.
-    view WHAT, LEN
+/// An entry is a P_Key, 16 bits.
+impl TableEntry for PKey {
+    const BITS: usize = 16;
+    const FIELDS: &'static [(&'static str, usize, usize)] = &[("p_key", 0, 16)];
 }
 
-impl<T: AsRef<[u8]>> Packet<T> {
-    /// Key `i` (0..32) of the block.
-    pub fn entry(&self, i: usize) -> Option<PKey> {
-        if i >= ENTRIES {
-            return None;
-        }
-        let b = self.buffer.as_ref().get(2 * i..2 * i + 2)?;
-        Some(PKey(u16::from_be_bytes([b[0], b[1]])))
+table_attribute! {
+    /// One block of a P_KeyTable. Unused entries hold 0 (an invalid key).
+    #[derive(Default)]
+    pub struct Repr(WHAT, id = crate::attr::P_KEY_TABLE, modifier = Modifier) {
+        /// Entries `32 * block ..= 32 * block + 31` of the port's table.
+        pub p_key_table: [PKey; ENTRIES],
     }
-}
-
-impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
-    /// Writes key `i` (0..32) of the block.
-    pub fn set_entry(&mut self, i: usize, key: PKey) -> Result<()> {
-        let slot = (i < ENTRIES)
-            .then(|| self.buffer.as_mut().get_mut(2 * i..2 * i + 2))
-            .flatten()
-            .ok_or(Error::InvalidField {
-                what: WHAT,
-                field: "index",
-                value: i as u64,
-            })?;
-        slot.copy_from_slice(&key.0.to_be_bytes());
-        Ok(())
-    }
-}
-
-/// One block of a P_KeyTable. Unused entries hold 0 (an invalid key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct Repr {
-    /// Entries `32 * block ..= 32 * block + 31` of the port's table.
-    pub p_key_table: [PKey; ENTRIES],
 }
 
 impl Repr {
@@ -143,59 +116,6 @@ impl Repr {
             .iter()
             .position(|k| !k.is_invalid() && k.base() == key.base())
     }
-
-    /// Parses a block.
-    pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        let mut r = Repr::default();
-        for (k, b) in r.p_key_table.iter_mut().zip(buf.chunks_exact(2)) {
-            *k = PKey(u16::from_be_bytes([b[0], b[1]]));
-        }
-        Ok(r)
-    }
-
-    /// Bytes `emit` writes.
-    pub const fn buffer_len(&self) -> usize {
-        LEN
-    }
-
-    /// Writes the block.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::BufferTooSmall {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        for (b, k) in buf[..LEN].chunks_exact_mut(2).zip(&self.p_key_table) {
-            b.copy_from_slice(&k.0.to_be_bytes());
-        }
-        Ok(())
-    }
-}
-
-impl serde::Serialize for Repr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("P_KeyTable", 1)?;
-        st.serialize_field("p_key_table", &self.p_key_table[..])?;
-        st.end()
-    }
-}
-
-wire_via_inherent!(WHAT, LEN);
-
-impl SmpAttribute for Repr {
-    const ID: u16 = crate::attr::P_KEY_TABLE;
 }
 
 #[cfg(test)]

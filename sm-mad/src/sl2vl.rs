@@ -7,13 +7,11 @@
 //! output ports") and bit 17 ("all input ports") on a Set, as OpenSM 3.3.23 sends them
 //! (0x30000 for every pair, 0x20000 | out for every input to one output).
 
-use crate::bits::{packet_view, wire_via_inherent};
 use core::ops::RangeInclusive;
 
-use crate::{Error, PortNum, Result, Sl, SmpAttribute, Vl};
+use crate::table::{TableEntry, table_attribute};
+use crate::{Error, PortNum, Result, Sl, Vl};
 
-/// Length on the wire.
-pub const LEN: usize = 8;
 /// Service levels, hence entries.
 pub const ENTRIES: usize = 16;
 
@@ -121,60 +119,56 @@ impl Modifier {
     }
 }
 
-packet_view! {
-    /// Zero-copy view over an SLtoVLMappingTable.
-    view WHAT, LEN
+/// An entry is a VL, 4 bits; VLs above 15 do not fit.
+impl TableEntry for Vl {
+    const BITS: usize = 4;
+    const FIELDS: &'static [(&'static str, usize, usize)] = &[("vl", 0, 4)];
+
+    #[inline(always)]
+    fn check(self, what: &'static str) -> Result<()> {
+        if self.0 > 15 {
+            return Err(Error::InvalidField {
+                what,
+                field: "vl",
+                value: self.0 as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
+table_attribute! {
+    /// An SLtoVLMappingTable, indexed by SL. VL15 marks an SL whose packets are dropped.
+    #[derive(Default)]
+    pub struct Repr(WHAT, id = crate::attr::SL_TO_VL_MAPPING_TABLE, modifier = Modifier) {
+        /// `sl_to_vl[sl]` is the VL for SL `sl` (the spec's SL0toVL .. SL15toVL).
+        pub sl_to_vl: [Vl; ENTRIES],
+    }
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
     /// The VL of `sl`.
     pub fn vl(&self, sl: Sl) -> Option<Vl> {
-        if sl.0 as usize >= ENTRIES {
-            return None;
-        }
-        let b = *self.buffer.as_ref().get(sl.0 as usize / 2)?;
-        Some(Vl(if sl.0 % 2 == 0 { b >> 4 } else { b & 0x0f }))
+        self.entry(sl.0 as usize)
     }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Maps `sl` to `vl`; both must be 0..=15.
     pub fn set_vl(&mut self, sl: Sl, vl: Vl) -> Result<()> {
-        check_vl(vl)?;
-        let b = (sl.0 < ENTRIES as u8)
-            .then(|| self.buffer.as_mut().get_mut(sl.0 as usize / 2))
-            .flatten()
-            .ok_or(Error::InvalidField {
-                what: WHAT,
+        self.set_entry(sl.0 as usize, vl).map_err(|e| match e {
+            Error::InvalidField {
+                what,
+                field: "index",
+                value,
+            } => Error::InvalidField {
+                what,
                 field: "sl",
-                value: sl.0 as u64,
-            })?;
-        *b = if sl.0 % 2 == 0 {
-            (*b & 0x0f) | (vl.0 << 4)
-        } else {
-            (*b & 0xf0) | vl.0
-        };
-        Ok(())
+                value,
+            },
+            e => e,
+        })
     }
-}
-
-fn check_vl(vl: Vl) -> Result<()> {
-    if vl.0 > 15 {
-        return Err(Error::InvalidField {
-            what: WHAT,
-            field: "vl",
-            value: vl.0 as u64,
-        });
-    }
-    Ok(())
-}
-
-/// An SLtoVLMappingTable, indexed by SL. VL15 marks an SL whose packets are dropped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "arbitrary", derive(arbitrary::Arbitrary))]
-pub struct Repr {
-    /// `sl_to_vl[sl]` is the VL for SL `sl` (the spec's SL0toVL .. SL15toVL).
-    pub sl_to_vl: [Vl; ENTRIES],
 }
 
 impl Repr {
@@ -204,63 +198,6 @@ impl Repr {
     pub fn vl(&self, sl: Sl) -> Option<Vl> {
         self.sl_to_vl.get(sl.0 as usize).copied()
     }
-
-    /// Parses the table.
-    pub fn parse(buf: &[u8]) -> Result<Repr> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::Truncated {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        let mut r = Repr::default();
-        for (pair, b) in r.sl_to_vl.chunks_exact_mut(2).zip(&buf[..LEN]) {
-            pair[0] = Vl(b >> 4);
-            pair[1] = Vl(b & 0x0f);
-        }
-        Ok(r)
-    }
-
-    /// Bytes `emit` writes.
-    pub const fn buffer_len(&self) -> usize {
-        LEN
-    }
-
-    /// Writes the table; a VL above 15 is an error rather than silently truncated.
-    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        let got = buf.len();
-        if got < LEN {
-            return Err(Error::BufferTooSmall {
-                what: WHAT,
-                need: LEN,
-                got,
-            });
-        }
-        for vl in &self.sl_to_vl {
-            check_vl(*vl)?;
-        }
-        for (b, pair) in buf[..LEN].iter_mut().zip(self.sl_to_vl.chunks_exact(2)) {
-            *b = (pair[0].0 << 4) | pair[1].0;
-        }
-        Ok(())
-    }
-}
-
-impl serde::Serialize for Repr {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("SLtoVLMappingTable", 1)?;
-        st.serialize_field("sl_to_vl", &self.sl_to_vl[..])?;
-        st.end()
-    }
-}
-
-wire_via_inherent!(WHAT, LEN);
-
-impl SmpAttribute for Repr {
-    const ID: u16 = crate::attr::SL_TO_VL_MAPPING_TABLE;
 }
 
 #[cfg(test)]

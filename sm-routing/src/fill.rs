@@ -12,32 +12,34 @@
 
 use std::collections::BTreeMap;
 
+use sm_core::idx::{IdxVec, OptIdx};
 use sm_mad::Lid;
 
 use crate::routes::{Routes, SwitchAr};
-use crate::topo::{Adj, SwIdx, Topo};
+use crate::topo::{Adj, DestIdx, SwIdx, Topo};
 
-/// No preference / no chain.
-pub(crate) const NONE: u32 = u32::MAX;
+sm_core::dense_index!(
+    /// An engine's own number for a job (the fat-tree chain), in job order.
+    pub(crate) struct Tag
+);
 
-/// One LID to route: the LID, its owner (index into [`Topo::dests`]) and an engine-specific
-/// tag (the fat-tree chain; [`NONE`] otherwise).
+/// One LID to route: the LID, its owner and an engine-specific tag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Job {
     pub(crate) lid: Lid,
-    pub(crate) dest: u32,
-    pub(crate) tag: u32,
+    pub(crate) dest: DestIdx,
+    pub(crate) tag: OptIdx<Tag>,
 }
 
 /// Every LID in the order of [`Topo::dests`].
 pub(crate) fn jobs_in_dest_order(topo: &Topo<'_>) -> Vec<Job> {
     let mut jobs = Vec::with_capacity(topo.max_lid().0 as usize);
-    for (i, d) in topo.dests.iter().enumerate() {
+    for (i, d) in topo.dests.iter_enumerated() {
         for lid in d.lids() {
             jobs.push(Job {
                 lid,
-                dest: i as u32,
-                tag: NONE,
+                dest: i,
+                tag: OptIdx::NONE,
             });
         }
     }
@@ -50,17 +52,19 @@ pub(crate) trait Policy: Sync {
     /// when link `i` of [`Topo::adj`]`(s)` is a legal minimal next hop towards switch `d`.
     fn masks(&self, s: SwIdx, words: usize, out: &mut [u64]);
 
-    /// Narrows the candidates of `job` to the links the engine prefers: writes a subset of
-    /// `mask` into `out` and returns true, or returns false for no preference. The filler
-    /// balances load within the subset (within `mask` if the subset is empty).
-    /// `port_adj[p]` is the index of port `p` in `adj`. Not called when `mask` has a single
-    /// candidate.
+    /// Narrows the candidates of `job`, whose tag is `tag`, to the links the engine prefers:
+    /// writes a subset of `mask` into `out` and returns true, or returns false for no
+    /// preference. The filler balances load within the subset (within `mask` if the subset
+    /// is empty). `port_adj[p]` is the index of port `p` in `adj`. Not called for untagged
+    /// jobs, nor when `mask` has a single candidate.
+    #[allow(clippy::too_many_arguments)]
     fn narrow(
         &self,
         _s: SwIdx,
         _adj: &[Adj],
         _port_adj: &[u8; 256],
         _job: &Job,
+        _tag: Tag,
         _mask: &[u64],
         _out: &mut [u64; 4],
     ) -> bool {
@@ -123,7 +127,8 @@ pub(crate) fn words_for(adj: &[Adj]) -> usize {
 #[derive(Default)]
 struct Scratch {
     masks: Vec<u64>,
-    gid: Vec<u32>,
+    /// Adaptive-routing group of each destination switch, once known.
+    gid: IdxVec<SwIdx, Option<u16>>,
 }
 
 /// Routes every job on every switch.
@@ -196,8 +201,7 @@ fn fill_switch<P: Policy>(
     let mut interned: BTreeMap<[u64; 4], u32> = BTreeMap::new();
     if let Some(ar) = ar.as_deref_mut() {
         ar.lid_group = vec![u16::MAX; lid_len];
-        sc.gid.clear();
-        sc.gid.resize(n, NONE);
+        sc.gid = IdxVec::filled(None, n);
     }
 
     // keys[i] = LIDs routed through link i so far << 8 | its port: the least key is the
@@ -209,18 +213,18 @@ fn fill_switch<P: Policy>(
         port_adj[a.port as usize] = i as u8;
     }
     let mut used_peers: Vec<SwIdx> = Vec::new();
-    let mut last_dest = NONE;
+    let mut last_dest = None;
     for job in jobs {
-        let d = &topo.dests[job.dest as usize];
-        if job.dest != last_dest {
+        let d = &topo.dests[job.dest];
+        if Some(job.dest) != last_dest {
             used_peers.clear();
-            last_dest = job.dest;
+            last_dest = Some(job.dest);
         }
         let port = if d.sw == s {
             d.sw_port
         } else {
-            let dsw = d.sw.idx();
-            let mask = &sc.masks[dsw * words..(dsw + 1) * words];
+            let dsw = d.sw;
+            let mask = &sc.masks[dsw.idx() * words..(dsw.idx() + 1) * words];
             // The port the switch already uses, if it is still a legal choice.
             let kept = prev
                 .and_then(|t| t.get(job.lid.0 as usize))
@@ -235,9 +239,9 @@ fn fill_switch<P: Policy>(
                 (None, Some(one)) => Some(one),
                 (None, None) => {
                     let mut narrowed = [0u64; 4];
-                    let pick = if job.tag != NONE
-                        && policy.narrow(s, adj, &port_adj, job, mask, &mut narrowed)
-                    {
+                    let pick = if job.tag.get().is_some_and(|tag| {
+                        policy.narrow(s, adj, &port_adj, job, tag, mask, &mut narrowed)
+                    }) {
                         for (n, &m) in narrowed.iter_mut().zip(mask) {
                             *n &= m;
                         }
@@ -326,13 +330,13 @@ fn least_loaded(
 fn group_of(
     ar: &mut SwitchAr,
     interned: &mut BTreeMap<[u64; 4], u32>,
-    gid: &mut [u32],
-    dsw: usize,
+    gid: &mut IdxVec<SwIdx, Option<u16>>,
+    dsw: SwIdx,
     adj: &[Adj],
     mask: &[u64],
 ) -> u16 {
-    if gid[dsw] != NONE {
-        return gid[dsw] as u16;
+    if let Some(g) = gid[dsw] {
+        return g;
     }
     let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
     let g = if count < 2 {
@@ -362,7 +366,7 @@ fn group_of(
         }
         id.min(u32::from(u16::MAX - 1)) as u16
     };
-    gid[dsw] = u32::from(g);
+    gid[dsw] = Some(g);
     g
 }
 

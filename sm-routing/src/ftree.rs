@@ -3,20 +3,23 @@
 //!
 //! # Detecting the tree
 //!
-//! Compute nodes (CNs) are the CA ports of [`Options::compute_nodes`], or every CA port.
-//! Ranks come from the roots: those of [`Options::roots`] (GUIDs naming no switch are
-//! ignored), or else the switches farthest from any switch with CNs (a breadth-first search
-//! from the CN switches; when every switch has CNs there is nothing above the leaves and the
-//! fabric is not a fat-tree). Other CAs (I/O nodes) may hang off any switch. Ranks are
-//! breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or one
-//! rank (a sibling link, never used). The leaf rank is the rank of most CNs, which must be
-//! the highest rank (with roots given: the rank of the first CN's switch). Every CN must
-//! hang off a switch at the leaf rank, the tree must have 2 to 8 levels, every switch must be
-//! ranked, and every switch with CNs must reach every destination by going up then down (a
-//! common ancestor). Any failure declines with [`RouteError::NotApplicable`] naming the
-//! switch or CA at fault, so a chain moves on. Unlike OpenSM, trees whose ranks differ in
-//! link counts (oversubscribed, pruned pods, uneven parallel links) are routed, not refused,
-//! and LMC > 0 is supported (each LID of a port is routed as its own destination, round by
+//! Compute nodes (CNs) are the CA ports of [`Options::compute_nodes`], or every CA port;
+//! the other CAs are I/O nodes. Ranks come from the roots: those of [`Options::roots`]
+//! (GUIDs naming no switch are ignored), or else the switches farthest from the leaves (a
+//! breadth-first search from them; when every switch is a leaf there is nothing above the
+//! leaves and the fabric is not a fat-tree). Leaves are the switches with CAs, compute nodes
+//! or not; when that gives no tree that routes every pair (an I/O node on a switch above
+//! the leaves), the switches with CNs, so I/O nodes may also hang off upper switches. Ranks
+//! are breadth-first distances from the roots, so a link joins adjacent ranks (up/down) or
+//! one rank (a sibling link, never used). The leaf rank is the rank of most CNs, which must
+//! be the highest rank (with roots given: the rank of the first CN's switch). Every CN must
+//! hang off a switch at the leaf rank, the tree must have 2 to 8 levels, every switch must
+//! be ranked, and every switch with CAs (CNs or I/O nodes) must reach every destination by
+//! going up then down (a common ancestor), so the engine never returns tables that leave a
+//! pair unrouted. Any failure declines with [`RouteError::NotApplicable`] naming the switch
+//! or CA at fault, so a chain moves on. Unlike OpenSM, trees whose ranks differ in link
+//! counts (oversubscribed, pruned pods, uneven parallel links) are routed, not refused, and
+//! LMC > 0 is supported (each LID of a port is routed as its own destination, round by
 //! round).
 //!
 //! # Routing
@@ -50,12 +53,14 @@
 use sm_core::NodeKind;
 use sm_mad::Guid;
 
-use crate::fill::{Job, NONE, Policy, fill};
-use crate::labels::{DOWN, DOWN_FLAG, Dirs, Labels, NEVER, UP, label_masks, unreached_pair};
-use crate::rank::sw_name;
+use sm_core::idx::{IdxVec, OptIdx};
+
+use crate::fill::{Job, Policy, Tag, fill};
+use crate::labels::{DOWN_FLAG, Dirs, Labels, label_masks};
+use crate::rank::Detected;
 pub use crate::rank::{MAX_LEVELS, Tree, detect_tree as detect};
 use crate::routes::{Engine, Options, RouteError, Routes};
-use crate::topo::{Adj, SwIdx, Topo};
+use crate::topo::{Adj, DestIdx, SwIdx, Topo};
 
 /// The engine.
 #[derive(Debug, Clone, Copy, Default)]
@@ -74,22 +79,9 @@ impl Engine for FatTree {
     }
 
     fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
-        let tree = detect(topo, opts).map_err(na)?;
-        let rank = &tree.rank;
-        let dirs = Dirs::new(topo, |s, t| {
-            let (rs, rt) = (rank[s.idx()], rank[t.idx()]);
-            if rt < rs {
-                UP
-            } else if rt > rs {
-                DOWN
-            } else {
-                NEVER
-            }
-        });
-        let labels = Labels::new(&dirs);
-        check_reach(topo, &tree, &labels)?;
+        let Detected { tree, dirs, labels } = crate::rank::detect(topo, opts).map_err(na)?;
         let (jobs, chains) = chains(topo, &tree);
-        let up = UpLinks::new(topo, rank);
+        let up = UpLinks::new(topo, &tree.rank);
         let policy = TreePolicy {
             topo,
             tree: &tree,
@@ -102,31 +94,12 @@ impl Engine for FatTree {
     }
 }
 
-/// Every switch with CNs must reach every destination switch going up then down. (Other
-/// CAs hanging off roots may miss the LIDs of other roots, as with OpenSM.)
-fn check_reach(topo: &Topo<'_>, tree: &Tree, labels: &Labels) -> Result<(), RouteError> {
-    let cn_ports: Vec<sm_core::fabric::PortIdx> = topo
-        .dests
-        .iter()
-        .zip(&tree.cn)
-        .filter(|(_, c)| **c)
-        .map(|(d, _)| d.port)
-        .collect();
-    let is_cn = |d: &crate::topo::Dest| cn_ports.binary_search(&d.port).is_ok();
-    match unreached_pair(topo, labels, is_cn) {
-        Some((s, d)) => Err(na(format!(
-            "switch {} (with compute nodes) has no up-then-down path to switch {}: they have no common ancestor",
-            sw_name(topo, s),
-            sw_name(topo, d)
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// One switch of a chain: the switch and its port down towards the chain's next switch.
+/// A chain that stops short of the roots (a switch without up links) leaves the slots above
+/// it without a switch.
 #[derive(Debug, Clone, Copy)]
 struct Link {
-    sw: u32,
+    sw: OptIdx<SwIdx>,
     port: u8,
 }
 
@@ -138,8 +111,8 @@ struct Chains {
 }
 
 impl Chains {
-    fn get(&self, tag: u32) -> &[Link] {
-        let t = tag as usize;
+    fn get(&self, tag: Tag) -> &[Link] {
+        let t = tag.idx();
         match (self.off.get(t), self.off.get(t + 1)) {
             (Some(&a), Some(&b)) => &self.links[a as usize..b as usize],
             _ => &[],
@@ -188,35 +161,36 @@ fn leaf_order(topo: &Topo<'_>, tree: &Tree, leaves: &mut [SwIdx]) {
 fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
     let n = topo.num_switches();
     // CN destinations per leaf, by port.
-    let mut by_sw: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (i, d) in topo.dests.iter().enumerate() {
-        if tree.cn[i] {
-            by_sw[d.sw.idx()].push(i as u32);
+    let mut by_sw: IdxVec<SwIdx, Vec<DestIdx>> = IdxVec::filled(Vec::new(), n);
+    for (i, d) in topo.dests.iter_enumerated() {
+        if tree.cn[i.idx()] {
+            by_sw[d.sw].push(i);
         }
     }
-    let mut leaves: Vec<SwIdx> = (0..n as u32)
-        .map(SwIdx)
-        .filter(|s| !by_sw[s.idx()].is_empty())
+    let mut leaves: Vec<SwIdx> = by_sw
+        .iter_enumerated()
+        .filter(|(_, cns)| !cns.is_empty())
+        .map(|(s, _)| s)
         .collect();
     leaf_order(topo, tree, &mut leaves);
-    for l in &leaves {
-        by_sw[l.idx()].sort_by_key(|&i| topo.dests[i as usize].sw_port);
+    for &l in &leaves {
+        by_sw[l].sort_by_key(|&i| topo.dests[i].sw_port);
     }
     let rounds = topo.dests.iter().map(|d| 1u16 << d.lmc).max().unwrap_or(1);
-    let mut order: Vec<(u32, u16)> = Vec::new();
+    let mut order: Vec<(DestIdx, u16)> = Vec::new();
     for o in 0..rounds {
-        for l in &leaves {
-            for &i in &by_sw[l.idx()] {
-                if o < 1u16 << topo.dests[i as usize].lmc {
+        for &l in &leaves {
+            for &i in &by_sw[l] {
+                if o < 1u16 << topo.dests[i].lmc {
                     order.push((i, o));
                 }
             }
         }
     }
-    for (i, d) in topo.dests.iter().enumerate() {
-        if !tree.cn[i] && d.kind != NodeKind::Switch {
+    for (i, d) in topo.dests.iter_enumerated() {
+        if !tree.cn[i.idx()] && d.kind != NodeKind::Switch {
             for o in 0..1u16 << d.lmc {
-                order.push((i as u32, o));
+                order.push((i, o));
             }
         }
     }
@@ -251,16 +225,16 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
         links: Vec::new(),
     };
     // Chains of the earlier LIDs of each port: later LIDs avoid their switches.
-    let mut earlier: Vec<Vec<u32>> = vec![Vec::new(); topo.dests.len()];
+    let mut earlier: IdxVec<DestIdx, Vec<Tag>> = IdxVec::filled(Vec::new(), topo.dests.len());
     for &(i, o) in &order {
-        let d = &topo.dests[i as usize];
+        let d = &topo.dests[i];
         let start = chains.links.len();
         let mut x = d.sw;
         let r0 = tree.rank[x.idx()] as usize;
         chains.links.resize(
             start + r0,
             Link {
-                sw: u32::MAX,
+                sw: OptIdx::NONE,
                 port: 0,
             },
         );
@@ -268,7 +242,7 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
             let base = adj_off[x.idx()];
             let adj = topo.adj(x);
             let r_up = tree.rank[x.idx()] as usize - 1;
-            let prev = &earlier[i as usize];
+            let prev = &earlier[i];
             let best = groups[x.idx()]
                 .iter()
                 .min_by_key(|(p, links)| {
@@ -276,9 +250,9 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
                     let used = prev.iter().any(|&t| {
                         chains
                             .links
-                            .get(chains.off[t as usize] as usize + r_up)
-                            .map(|l| l.sw)
-                            == Some(p.0)
+                            .get(chains.off[t.idx()] as usize + r_up)
+                            .and_then(|l| l.sw.get())
+                            == Some(*p)
                     });
                     (used, load, topo.guid(*p))
                 })
@@ -294,27 +268,27 @@ fn chains(topo: &Topo<'_>, tree: &Tree) -> (Vec<Job>, Chains) {
             let r = tree.rank[a.peer.idx()] as usize;
             if let Some(slot) = chains.links.get_mut(start + r) {
                 *slot = Link {
-                    sw: a.peer.0,
+                    sw: OptIdx::some(a.peer),
                     port: a.peer_port,
                 };
             }
             x = a.peer;
         }
         chains.off.push(chains.links.len() as u32);
-        let tag = (chains.off.len() - 2) as u32;
-        earlier[i as usize].push(tag);
+        let tag = Tag((chains.off.len() - 2) as u32);
+        earlier[i].push(tag);
         jobs.push(Job {
             lid: sm_mad::Lid(d.base_lid.0 + o),
             dest: i,
-            tag,
+            tag: OptIdx::some(tag),
         });
     }
-    for (i, d) in topo.dests.iter().enumerate() {
+    for (i, d) in topo.dests.iter_enumerated() {
         if d.kind == NodeKind::Switch {
             jobs.push(Job {
                 lid: d.base_lid,
-                dest: i as u32,
-                tag: NONE,
+                dest: i,
+                tag: OptIdx::NONE,
             });
         }
     }
@@ -407,11 +381,12 @@ impl Policy for TreePolicy<'_, '_> {
         adj: &[Adj],
         port_adj: &[u8; 256],
         job: &Job,
+        tag: Tag,
         mask: &[u64],
         out: &mut [u64; 4],
     ) -> bool {
-        let chain = self.chains.get(job.tag);
-        let Some(dest) = self.topo.dests.get(job.dest as usize) else {
+        let chain = self.chains.get(tag);
+        let Some(dest) = self.topo.dests.get(job.dest) else {
             return false;
         };
         let dsw = dest.sw.idx();
@@ -420,7 +395,7 @@ impl Policy for TreePolicy<'_, '_> {
         let mut any = false;
         if label & DOWN_FLAG != 0 {
             // Down: along the chain, or towards its next switch.
-            if let Some(l) = chain.get(rs).filter(|l| l.sw == s.0) {
+            if let Some(l) = chain.get(rs).filter(|l| l.sw.get() == Some(s)) {
                 let i = port_adj[l.port as usize] as usize;
                 if adj.get(i).is_some_and(|a| a.port == l.port) {
                     set_bit(out, i);
@@ -428,12 +403,12 @@ impl Policy for TreePolicy<'_, '_> {
                 }
             }
             let next = if rs + 1 == chain.len() {
-                dsw as u32
+                Some(dest.sw)
             } else {
-                chain.get(rs + 1).map_or(u32::MAX, |l| l.sw)
+                chain.get(rs + 1).and_then(|l| l.sw.get())
             };
             for_bits(mask, |i| {
-                if adj.get(i).is_some_and(|a| a.peer.0 == next) {
+                if adj.get(i).is_some_and(|a| Some(a.peer) == next) {
                     set_bit(out, i);
                     any = true;
                 }
@@ -442,7 +417,10 @@ impl Policy for TreePolicy<'_, '_> {
             // Up: towards the nearest chain switch above, if that path is a shortest one.
             let rd = self.tree.rank[dsw] as usize;
             for r in (0..rs.min(chain.len())).rev() {
-                let a = chain[r].sw as usize;
+                let Some(a) = chain[r].sw.get() else {
+                    continue;
+                };
+                let a = a.idx();
                 let link = self.up.get(s.idx(), a);
                 if link == NO_LINK {
                     continue;
@@ -469,7 +447,7 @@ impl Policy for TreePolicy<'_, '_> {
         if !any {
             // No chain switch in reach (switch-originated traffic only): spread the
             // destinations over the candidates by their order.
-            if let Some(i) = spread(mask, job.tag) {
+            if let Some(i) = spread(mask, tag.0) {
                 set_bit(out, i);
                 any = true;
             }

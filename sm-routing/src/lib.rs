@@ -33,7 +33,7 @@ pub use guids::{GuidFileError, read_guid_file};
 pub use mcast::{GroupTree, McastPlanner, Mfts, PortMask, TreeOrder};
 pub use metrics::{Metrics, MetricsOptions, metrics};
 pub use routes::{Engine, Options, PreviousTables, RouteError, Routes, SwitchAr};
-pub use topo::{SwIdx, Topo, TopoError};
+pub use topo::{DestIdx, SwIdx, Topo, TopoError};
 pub use validate::{ValidateOptions, Validation, validate};
 pub use walk::Fate;
 

@@ -56,6 +56,8 @@
 use sm_mad::mcmember_record::JoinState;
 use sm_mad::{Guid, Lid, mft};
 
+use sm_core::idx::IdxVec;
+
 use crate::routes::{Options, RouteError};
 use crate::topo::{SwIdx, Topo};
 
@@ -166,7 +168,8 @@ impl GroupTree {
     }
 }
 
-const NONE: u32 = u32::MAX;
+/// In a distance table: not reached.
+const FAR: u32 = u32::MAX;
 
 /// SplitMix64 finaliser: a deterministic spread of (MLID, switch) over candidates.
 fn mix(x: u64) -> u64 {
@@ -194,11 +197,11 @@ pub struct McastPlanner<'t, 'f> {
     up: Vec<bool>,
     off: Vec<u32>,
     // Scratch, one slot per switch.
-    dist: Vec<u32>,
-    cnt: Vec<u32>,
-    maxd: Vec<u32>,
-    sum: Vec<u64>,
-    queue: Vec<u32>,
+    dist: IdxVec<SwIdx, u32>,
+    cnt: IdxVec<SwIdx, u32>,
+    maxd: IdxVec<SwIdx, u32>,
+    sum: IdxVec<SwIdx, u64>,
+    queue: Vec<SwIdx>,
 }
 
 /// A resolved member.
@@ -240,10 +243,10 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
             rank,
             up,
             off,
-            dist: vec![NONE; n],
-            cnt: vec![0; n],
-            maxd: vec![0; n],
-            sum: vec![0; n],
+            dist: IdxVec::filled(FAR, n),
+            cnt: IdxVec::filled(0, n),
+            maxd: IdxVec::filled(0, n),
+            sum: IdxVec::filled(0, n),
             queue: Vec::with_capacity(n),
         }
     }
@@ -298,27 +301,26 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
         self.sum.resize(n, 0);
         for &(m, w, k) in msw {
             self.dist.clear();
-            self.dist.resize(n, NONE);
+            self.dist.resize(n, FAR);
             self.queue.clear();
-            self.dist[m.idx()] = 0;
-            self.queue.push(m.0);
+            self.dist[m] = 0;
+            self.queue.push(m);
             let mut head = 0;
             while head < self.queue.len() {
-                let s = SwIdx(self.queue[head]);
+                let s = self.queue[head];
                 head += 1;
-                let d = self.dist[s.idx()];
-                let x = s.idx();
-                self.cnt[x] += 1;
-                self.maxd[x] = self.maxd[x].max(d + w);
-                self.sum[x] += u64::from(d + w) * u64::from(k);
+                let d = self.dist[s];
+                self.cnt[s] += 1;
+                self.maxd[s] = self.maxd[s].max(d + w);
+                self.sum[s] += u64::from(d + w) * u64::from(k);
                 let adj = self.topo.adj(s);
-                let lo = self.off[x] as usize;
+                let lo = self.off[s.idx()] as usize;
                 for (i, a) in adj.iter().enumerate() {
-                    if (ordered && !self.up[lo + i]) || self.dist[a.peer.idx()] != NONE {
+                    if (ordered && !self.up[lo + i]) || self.dist[a.peer] != FAR {
                         continue;
                     }
-                    self.dist[a.peer.idx()] = d + 1;
-                    self.queue.push(a.peer.0);
+                    self.dist[a.peer] = d + 1;
+                    self.queue.push(a.peer);
                 }
             }
         }
@@ -328,41 +330,45 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
     /// smallest greatest distance, then the smallest sum, then the MLID's hash over the
     /// tied switches in GUID order.
     fn best_root(&self, mlid: Lid) -> Option<(SwIdx, u32)> {
-        let n = self.topo.num_switches();
-        let key = |s: usize| (u32::MAX - self.cnt[s], self.maxd[s], self.sum[s]);
-        let best = (0..n).filter(|&s| self.cnt[s] > 0).map(key).min()?;
-        let mut ties: Vec<SwIdx> = (0..n)
+        let key = |s: SwIdx| (u32::MAX - self.cnt[s], self.maxd[s], self.sum[s]);
+        let best = self
+            .cnt
+            .indices()
+            .filter(|&s| self.cnt[s] > 0)
+            .map(key)
+            .min()?;
+        let mut ties: Vec<SwIdx> = self
+            .cnt
+            .indices()
             .filter(|&s| self.cnt[s] > 0 && key(s) == best)
-            .map(|s| SwIdx(s as u32))
             .collect();
         ties.sort_unstable_by_key(|&s| self.topo.guid(s));
         let root = ties[pick(ties.len(), u64::from(mlid.0))];
-        Some((root, self.cnt[root.idx()]))
+        Some((root, self.cnt[root]))
     }
 
     /// Distances from every switch to `root` over moves towards it that go up (any move
     /// when not ordered), into `dist`.
     fn dist_to_root(&mut self, root: SwIdx, ordered: bool) {
-        let n = self.topo.num_switches();
         self.dist.clear();
-        self.dist.resize(n, NONE);
+        self.dist.resize(self.topo.num_switches(), FAR);
         self.queue.clear();
-        self.dist[root.idx()] = 0;
-        self.queue.push(root.0);
+        self.dist[root] = 0;
+        self.queue.push(root);
         let mut head = 0;
         while head < self.queue.len() {
-            let x = SwIdx(self.queue[head]);
+            let x = self.queue[head];
             head += 1;
-            let d = self.dist[x.idx()];
+            let d = self.dist[x];
             let lo = self.off[x.idx()] as usize;
             for (i, a) in self.topo.adj(x).iter().enumerate() {
                 // The move peer -> x must be up: the move x -> peer is then down (the order
                 // is total, GUIDs being distinct).
-                if (ordered && self.up[lo + i]) || self.dist[a.peer.idx()] != NONE {
+                if (ordered && self.up[lo + i]) || self.dist[a.peer] != FAR {
                     continue;
                 }
-                self.dist[a.peer.idx()] = d + 1;
-                self.queue.push(a.peer.0);
+                self.dist[a.peer] = d + 1;
+                self.queue.push(a.peer);
             }
         }
     }
@@ -370,11 +376,11 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
     /// The parent link of `s` (not the root) towards the root after
     /// [`Self::dist_to_root`]: (index into `adj(s)`).
     fn parent_link(&self, s: SwIdx, mlid: Lid, ordered: bool) -> Option<usize> {
-        let d = self.dist[s.idx()];
+        let d = self.dist[s];
         let ups = self.ups(s);
         let adj = self.topo.adj(s);
         let mut cand: Vec<usize> = (0..adj.len())
-            .filter(|&i| (!ordered || ups[i]) && d > 0 && self.dist[adj[i].peer.idx()] == d - 1)
+            .filter(|&i| (!ordered || ups[i]) && d > 0 && self.dist[adj[i].peer] == d - 1)
             .collect();
         if let Some(r) = &self.rank {
             if let Some(low) = cand.iter().map(|&i| r[adj[i].peer.idx()]).min() {
@@ -438,69 +444,69 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
         self.dist_to_root(root, ordered);
 
         let n = self.topo.num_switches();
-        // parent[s]: (index of the parent link in adj(s)); in_tree marks tree switches.
-        let mut parent: Vec<u32> = vec![NONE; n];
-        let mut in_tree = vec![false; n];
+        // parent[s]: the index of s's parent link in adj(s); in_tree marks tree switches.
+        let mut parent: IdxVec<SwIdx, Option<usize>> = IdxVec::filled(None, n);
+        let mut in_tree = IdxVec::filled(false, n);
         let mut tree: Vec<SwIdx> = Vec::new();
-        in_tree[root.idx()] = true;
+        in_tree[root] = true;
         tree.push(root);
         for &(m, _, _) in &msw {
-            if self.dist[m.idx()] == NONE {
+            if self.dist[m] == FAR {
                 continue;
             }
             let mut s = m;
-            while !in_tree[s.idx()] {
-                in_tree[s.idx()] = true;
+            while !in_tree[s] {
+                in_tree[s] = true;
                 tree.push(s);
                 let Some(i) = self.parent_link(s, mlid, ordered) else {
                     break;
                 };
-                parent[s.idx()] = i as u32;
+                parent[s] = Some(i);
                 s = self.topo.adj(s)[i].peer;
             }
         }
         // Receivers per switch, then per subtree (children before parents).
-        let mut sub = vec![0u32; n];
+        let mut sub: IdxVec<SwIdx, u32> = IdxVec::filled(0, n);
         for m in &resolved {
-            if self.dist[m.sw.idx()] == NONE {
+            if self.dist[m.sw] == FAR {
                 out.unreachable.push(m.guid);
             } else if m.receives {
-                sub[m.sw.idx()] += 1;
+                sub[m.sw] += 1;
             }
         }
-        tree.sort_unstable_by_key(|s| std::cmp::Reverse(self.dist[s.idx()]));
-        out.depth = tree.first().map_or(0, |s| self.dist[s.idx()]);
+        tree.sort_unstable_by_key(|&s| std::cmp::Reverse(self.dist[s]));
+        out.depth = tree.first().map_or(0, |&s| self.dist[s]);
         for &s in &tree {
-            if parent[s.idx()] != NONE {
-                let p = self.topo.adj(s)[parent[s.idx()] as usize].peer;
-                sub[p.idx()] += sub[s.idx()];
+            if let Some(i) = parent[s] {
+                let p = self.topo.adj(s)[i].peer;
+                sub[p] += sub[s];
             }
         }
-        let total = sub[root.idx()];
-        let mut masks = vec![PortMask::EMPTY; n];
+        let total = sub[root];
+        let mut masks = IdxVec::filled(PortMask::EMPTY, n);
         for m in &resolved {
-            if m.receives && in_tree[m.sw.idx()] {
-                masks[m.sw.idx()].set(m.port);
+            if m.receives && in_tree[m.sw] {
+                masks[m.sw].set(m.port);
             }
         }
         for &s in &tree {
-            if parent[s.idx()] == NONE {
+            let Some(i) = parent[s] else {
                 continue;
+            };
+            let a = self.topo.adj(s)[i];
+            if total > sub[s] {
+                masks[s].set(a.port);
             }
-            let a = self.topo.adj(s)[parent[s.idx()] as usize];
-            if total > sub[s.idx()] {
-                masks[s.idx()].set(a.port);
-            }
-            if sub[s.idx()] > 0 {
-                masks[a.peer.idx()].set(a.peer_port);
+            if sub[s] > 0 {
+                masks[a.peer].set(a.peer_port);
             }
         }
         tree.sort_unstable();
         out.switches = tree
             .iter()
             .map(|&s| {
-                let link = (parent[s.idx()] != NONE).then(|| {
-                    let a = self.topo.adj(s)[parent[s.idx()] as usize];
+                let link = parent[s].map(|i| {
+                    let a = self.topo.adj(s)[i];
                     TreeLink {
                         port: a.port,
                         parent: a.peer,
@@ -512,8 +518,8 @@ impl<'t, 'f> McastPlanner<'t, 'f> {
             .collect();
         out.masks = tree
             .iter()
-            .filter(|s| !masks[s.idx()].is_empty())
-            .map(|&s| (s, masks[s.idx()]))
+            .filter(|&&s| !masks[s].is_empty())
+            .map(|&s| (s, masks[s]))
             .collect();
         out.unreachable.sort_unstable();
         out

@@ -47,8 +47,10 @@ use sm_core::{NodeKind, PortIdx};
 use sm_mad::Guid;
 
 use crate::routes::Routes;
-use crate::topo::{SwIdx, Topo};
-use crate::walk::{BLOCK, Block, Col, Fate, NONE, Tracer, Wiring, walk_path};
+use sm_core::idx::IdxVec;
+
+use crate::topo::{DestIdx, SwIdx, Topo};
+use crate::walk::{BLOCK, Block, ChanIdx, Col, Fate, Tracer, Wiring, walk_path};
 
 /// How much to sample.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -298,10 +300,10 @@ struct Ctx<'a, 't> {
     topo: &'a Topo<'t>,
     routes: &'a Routes,
     w: &'a Wiring,
-    /// The CAs in port GUID order (indices into `dests`).
-    cas: Vec<u32>,
-    /// `dests` index -> position in `cas` ([`NONE`] for switches).
-    pos: Vec<u32>,
+    /// The CAs in port GUID order.
+    cas: Vec<DestIdx>,
+    /// Position of every CA in `cas` (none for switches).
+    pos: IdxVec<DestIdx, Option<u32>>,
     /// The shifts evaluated, ascending.
     ks: Vec<u32>,
     /// Per channel, per evaluated shift: flows (`channels × ks.len()`, channel-major: the
@@ -312,11 +314,11 @@ struct Ctx<'a, 't> {
 /// Computes every figure of `routes` on `topo`.
 pub fn metrics(topo: &Topo<'_>, routes: &Routes, opts: &MetricsOptions) -> Metrics {
     let w = Wiring::new(topo);
-    let mut cas: Vec<u32> = w.sources().to_vec();
-    cas.sort_by_key(|&d| (topo.dests[d as usize].guid, d));
-    let mut pos = vec![NONE; topo.dests.len()];
+    let mut cas: Vec<DestIdx> = w.sources().to_vec();
+    cas.sort_by_key(|&d| (topo.dests[d].guid, d));
+    let mut pos = IdxVec::filled(None, topo.dests.len());
     for (i, &d) in cas.iter().enumerate() {
-        pos[d as usize] = i as u32;
+        pos[d] = Some(i as u32);
     }
     let (ks, sampled) = pick_shifts(cas.len(), opts);
     let ctx = Ctx {
@@ -371,8 +373,8 @@ fn pick_shifts(n: usize, opts: &MetricsOptions) -> (Vec<u32>, bool) {
 struct A2aAcc {
     hist: Vec<u64>,
     unrouted: u64,
-    loads: Vec<u64>,
-    ca_loads: Vec<u64>,
+    loads: IdxVec<ChanIdx, u64>,
+    ca_loads: IdxVec<DestIdx, u64>,
     /// Per evaluated shift: flows not delivered.
     shift_unrouted: Vec<u64>,
 }
@@ -385,10 +387,10 @@ impl A2aAcc {
         for (a, b) in self.hist.iter_mut().zip(o.hist) {
             *a += b;
         }
-        for (a, b) in self.loads.iter_mut().zip(o.loads) {
+        for (a, b) in self.loads.iter_mut().zip(&o.loads) {
             *a += b;
         }
-        for (a, b) in self.ca_loads.iter_mut().zip(o.ca_loads) {
+        for (a, b) in self.ca_loads.iter_mut().zip(&o.ca_loads) {
             *a += b;
         }
         for (a, b) in self.shift_unrouted.iter_mut().zip(o.shift_unrouted) {
@@ -402,9 +404,10 @@ impl A2aAcc {
 #[derive(Debug, Default)]
 struct A2aScratch {
     tracer: Tracer,
-    cnt: Vec<u64>,
+    /// Per switch: flows to the destination passing it.
+    cnt: IdxVec<SwIdx, u64>,
     bucket: Vec<u32>,
-    order: Vec<u32>,
+    order: Vec<SwIdx>,
 }
 
 impl Ctx<'_, '_> {
@@ -412,8 +415,8 @@ impl Ctx<'_, '_> {
         A2aAcc {
             hist: Vec::new(),
             unrouted: 0,
-            loads: vec![0; self.w.chans.len()],
-            ca_loads: vec![0; self.topo.dests.len()],
+            loads: IdxVec::filled(0, self.w.chans.len()),
+            ca_loads: IdxVec::filled(0, self.topo.dests.len()),
             shift_unrouted: vec![0; self.ks.len()],
         }
     }
@@ -430,11 +433,10 @@ impl Ctx<'_, '_> {
                     block.load(self.routes, self.w.switches(), b * BLOCK);
                     for j in 0..BLOCK.min(top - b * BLOCK) {
                         let lid = b * BLOCK + j;
-                        let d = self.topo.lid_dest[lid];
-                        if d == NONE {
+                        let Some(d) = self.topo.lid_dest[lid].get() else {
                             continue;
-                        }
-                        let dest = &self.topo.dests[d as usize];
+                        };
+                        let dest = &self.topo.dests[d];
                         if dest.kind == NodeKind::Switch || dest.base_lid.0 as usize != lid {
                             continue;
                         }
@@ -462,21 +464,16 @@ impl Ctx<'_, '_> {
             },
             histogram: acc.hist.clone(),
         };
-        let ca_loads: Vec<u64> = self
-            .w
-            .sources()
-            .iter()
-            .map(|&d| acc.ca_loads[d as usize])
-            .collect();
+        let ca_loads: Vec<u64> = self.w.sources().iter().map(|&d| acc.ca_loads[d]).collect();
         let per_link = self
             .w
             .chans
             .iter()
             .zip(&acc.loads)
             .map(|(c, &flows)| LinkLoad {
-                from: SwIdx(c.from),
+                from: c.from,
                 port: c.port,
-                to: SwIdx(c.to),
+                to: c.to,
                 to_port: c.to_port,
                 flows,
             })
@@ -485,20 +482,20 @@ impl Ctx<'_, '_> {
             .cas
             .iter()
             .map(|&d| {
-                let dest = &self.topo.dests[d as usize];
+                let dest = &self.topo.dests[d];
                 CaLoad {
                     port: dest.port,
                     guid: dest.guid,
                     sw: dest.sw,
                     sw_port: dest.sw_port,
-                    flows: acc.ca_loads[d as usize],
+                    flows: acc.ca_loads[d],
                 }
             })
             .collect();
         let a2a = AllToAll {
             flows: pairs,
             unrouted_flows: acc.unrouted,
-            switch_links: LoadStats::of(&acc.loads),
+            switch_links: LoadStats::of(acc.loads.as_slice()),
             ca_links: LoadStats::of(&ca_loads),
             per_link,
             per_ca,
@@ -508,18 +505,23 @@ impl Ctx<'_, '_> {
 
     /// Traffic of every CA to `dests[d]`, pushed down the forwarding tree in order of
     /// decreasing distance.
-    fn push_counts(&self, d: u32, col: Col<'_>, acc: &mut A2aAcc, sc: &mut A2aScratch) {
+    fn push_counts(&self, d: DestIdx, col: Col<'_>, acc: &mut A2aAcc, sc: &mut A2aScratch) {
         let (w, dests) = (self.w, &self.topo.dests);
-        let dest_sw = dests[d as usize].sw.0;
-        sc.tracer
-            .run(w, dests, d, col, w.source_switches(), w.skip_for(dests, d));
+        let dest_sw = dests[d].sw;
+        sc.tracer.run(
+            w,
+            dests,
+            Some(d),
+            col,
+            w.source_switches(),
+            w.skip_for(dests, d),
+        );
         let steps = &sc.tracer.steps;
         if sc.cnt.len() != w.switches() {
-            sc.cnt.clear();
-            sc.cnt.resize(w.switches(), 0);
+            sc.cnt = IdxVec::filled(0, w.switches());
         }
         for &s in &sc.tracer.visited {
-            sc.cnt[s as usize] = 0;
+            sc.cnt[s] = 0;
         }
         for &s in w.source_switches() {
             let mut c = w.sources_at(s).len() as u64;
@@ -529,12 +531,12 @@ impl Ctx<'_, '_> {
             if c == 0 {
                 continue;
             }
-            let st = steps[s as usize];
+            let st = steps[s];
             if st.fate != Fate::Delivered {
                 acc.unrouted += c;
                 continue;
             }
-            sc.cnt[s as usize] = c;
+            sc.cnt[s] = c;
             let links = st.hops as usize + 2;
             if acc.hist.len() <= links {
                 acc.hist.resize(links + 1, 0);
@@ -545,7 +547,7 @@ impl Ctx<'_, '_> {
         // the start of hop count h in `order`.
         sc.bucket.clear();
         for &s in &sc.tracer.visited {
-            let st = steps[s as usize];
+            let st = steps[s];
             if st.fate == Fate::Delivered {
                 let h = st.hops as usize;
                 if sc.bucket.len() <= h {
@@ -561,9 +563,9 @@ impl Ctx<'_, '_> {
             start += len;
         }
         sc.order.clear();
-        sc.order.resize(start as usize, 0);
+        sc.order.resize(start as usize, SwIdx(0));
         for &s in &sc.tracer.visited {
-            let st = steps[s as usize];
+            let st = steps[s];
             if st.fate == Fate::Delivered {
                 let slot = &mut sc.bucket[st.hops as usize];
                 sc.order[*slot as usize] = s;
@@ -571,45 +573,44 @@ impl Ctx<'_, '_> {
             }
         }
         for &s in &sc.order {
-            let c = sc.cnt[s as usize];
-            let ch = steps[s as usize].chan;
-            if ch == NONE {
-                acc.ca_loads[d as usize] += c;
-            } else {
-                acc.loads[ch as usize] += c;
-                sc.cnt[w.head(ch) as usize] += c;
+            let c = sc.cnt[s];
+            match steps[s].chan.get() {
+                None => acc.ca_loads[d] += c,
+                Some(ch) => {
+                    acc.loads[ch] += c;
+                    sc.cnt[w.head(ch)] += c;
+                }
             }
         }
         // Shift k brings this destination one flow, from the CA k places before it.
-        let n = self.cas.len();
-        let i = self.pos[d as usize] as usize;
+        let Some(i) = self.pos[d] else {
+            return;
+        };
+        let (n, i) = (self.cas.len(), i as usize);
         let nk = self.ks.len();
         for (ki, &k) in self.ks.iter().enumerate() {
             let src = self.cas[(i + n - k as usize % n) % n];
-            let s = dests[src as usize].sw.0;
-            if steps[s as usize].fate != Fate::Delivered {
+            let s = dests[src].sw;
+            if steps[s].fate != Fate::Delivered {
                 acc.shift_unrouted[ki] += 1;
                 continue;
             }
-            let mut ch = steps[s as usize].chan;
-            while ch != NONE {
-                self.shift_loads[ch as usize * nk + ki].fetch_add(1, Ordering::Relaxed);
-                ch = steps[w.head(ch) as usize].chan;
+            let mut ch = steps[s].chan.get();
+            while let Some(c) = ch {
+                self.shift_loads[c.idx() * nk + ki].fetch_add(1, Ordering::Relaxed);
+                ch = steps[w.head(c)].chan.get();
             }
         }
     }
 
-    /// Walks the flow `src -> dst` (indices into dests), pushing its channels.
-    fn flow(&self, src: u32, dst: u32, path: &mut Vec<u32>) -> bool {
-        let (s, d) = (
-            &self.topo.dests[src as usize],
-            &self.topo.dests[dst as usize],
-        );
+    /// Walks the flow `src -> dst`, pushing its channels.
+    fn flow(&self, src: DestIdx, dst: DestIdx, path: &mut Vec<ChanIdx>) -> bool {
+        let (s, d) = (&self.topo.dests[src], &self.topo.dests[dst]);
         walk_path(
             self.w,
             self.routes,
             &self.topo.dests,
-            s.sw.0,
+            s.sw,
             d.base_lid,
             dst,
             path,
@@ -671,10 +672,13 @@ impl Ctx<'_, '_> {
         let results: Vec<(f64, u64)> = seeds
             .par_iter()
             .map_init(
-                || (vec![0u32; self.w.chans.len()], Vec::new(), Vec::new()),
+                || {
+                    let loads: IdxVec<ChanIdx, u32> = IdxVec::filled(0, self.w.chans.len());
+                    (loads, Vec::new(), Vec::new())
+                },
                 |(loads, path, offs), &seed| {
                     let mut rng = SplitMix64::new(seed);
-                    let mut perm: Vec<u32> = cas.to_vec();
+                    let mut perm: Vec<DestIdx> = cas.to_vec();
                     for i in (1..perm.len()).rev() {
                         let j = rng.below(i as u64 + 1) as usize;
                         perm.swap(i, j);
@@ -697,7 +701,7 @@ impl Ctx<'_, '_> {
                     }
                     offs.push(path.len());
                     for &c in path.iter() {
-                        loads[c as usize] += 1;
+                        loads[c] += 1;
                     }
                     let mut sum = 0.0;
                     let mut unrouted = 0;
@@ -708,7 +712,7 @@ impl Ctx<'_, '_> {
                         }
                         let worst = path[offs[f]..offs[f + 1]]
                             .iter()
-                            .map(|&c| loads[c as usize])
+                            .map(|&c| loads[c])
                             .max()
                             .unwrap_or(1)
                             .max(1);
@@ -730,12 +734,12 @@ impl Ctx<'_, '_> {
     }
 
     fn diversity(&self) -> Option<Diversity> {
-        let targets: Vec<u32> = self
+        let targets: Vec<DestIdx> = self
             .w
             .sources()
             .iter()
             .copied()
-            .filter(|&d| self.topo.dests[d as usize].lmc > 0)
+            .filter(|&d| self.topo.dests[d].lmc > 0)
             .collect();
         if targets.is_empty() {
             return None;
@@ -753,14 +757,14 @@ impl Ctx<'_, '_> {
             .map_init(
                 || (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
                 |(path, offs, idx, all), &d| {
-                    let dest = &self.topo.dests[d as usize];
+                    let dest = &self.topo.dests[d];
                     let mut s = Sum {
                         min: u32::MAX,
                         ..Sum::default()
                     };
-                    for sw in 0..self.w.switches() as u32 {
+                    for sw in self.w.switch_indices() {
                         let c = self.w.sources_at(sw).len() as u64;
-                        if c == 0 || sw == dest.sw.0 {
+                        if c == 0 || sw == dest.sw {
                             continue;
                         }
                         s.pairs += c;

@@ -3,11 +3,17 @@
 //! the fabric; engines never touch the fabric's pointer-rich model on their hot paths.
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
+use sm_core::idx::{IdxVec, OptIdx};
 use sm_mad::{Guid, Lid};
 
 sm_core::dense_index!(
     /// Index of a switch in [`Topo::switches`].
     SwIdx
+);
+
+sm_core::dense_index!(
+    /// Index of a destination (a port that owns LIDs) in [`Topo::dests`].
+    DestIdx
 );
 
 /// A switch-to-switch link seen from one end.
@@ -63,27 +69,25 @@ pub struct Topo<'f> {
     pub fabric: &'f Fabric,
     /// Switch nodes, indexed by [`SwIdx`] (fabric order).
     pub switches: Vec<NodeIdx>,
-    sw_of: Vec<u32>,
+    sw_of: IdxVec<NodeIdx, OptIdx<SwIdx>>,
     adj_off: Vec<u32>,
     adj: Vec<Adj>,
     /// Ports that own LIDs and hang off a switch (CAs cabled only to CAs are left out, and
     /// so are unlinked CA ports without a LID, as down ports appear in discovered fabrics).
-    pub dests: Vec<Dest>,
-    /// LID -> index into `dests` (`u32::MAX` for a LID nobody holds).
-    pub lid_dest: Vec<u32>,
+    pub dests: IdxVec<DestIdx, Dest>,
+    /// The destination holding each LID (indexed by LID; none for a LID nobody holds).
+    pub lid_dest: Vec<OptIdx<DestIdx>>,
     /// End ports with LIDs but no switch to reach them through.
     pub isolated: Vec<PortIdx>,
 }
-
-const NONE: u32 = u32::MAX;
 
 impl<'f> Topo<'f> {
     /// Builds the snapshot; LIDs must be assigned.
     pub fn new(fabric: &'f Fabric) -> Result<Topo<'f>, TopoError> {
         let mut switches = Vec::new();
-        let mut sw_of = vec![NONE; fabric.nodes().len()];
+        let mut sw_of = IdxVec::filled(OptIdx::NONE, fabric.nodes().len());
         for n in fabric.switches() {
-            sw_of[n.idx()] = switches.len() as u32;
+            sw_of[n] = OptIdx::some(SwIdx(switches.len() as u32));
             switches.push(n);
         }
         if switches.is_empty() {
@@ -97,11 +101,10 @@ impl<'f> Topo<'f> {
                 let port = fabric.port(p);
                 let Some(r) = port.remote else { continue };
                 let rp = fabric.port(r);
-                let peer = sw_of[rp.node.idx()];
-                if peer != NONE {
+                if let Some(peer) = sw_of[rp.node].get() {
                     adj.push(Adj {
                         port: port.num,
-                        peer: SwIdx(peer),
+                        peer,
                         peer_port: rp.num,
                     });
                 }
@@ -109,9 +112,9 @@ impl<'f> Topo<'f> {
         }
         adj_off.push(adj.len() as u32);
 
-        let mut dests = Vec::new();
+        let mut dests = IdxVec::new();
         let mut isolated = Vec::new();
-        let mut lid_dest: Vec<u32> = Vec::new();
+        let mut lid_dest: Vec<OptIdx<DestIdx>> = Vec::new();
         for p in fabric.end_ports() {
             let port = fabric.port(p);
             let node = fabric.node(port.node);
@@ -125,16 +128,17 @@ impl<'f> Topo<'f> {
                     port: port.num,
                 });
             }
-            let (sw, sw_port) = if node.kind == NodeKind::Switch {
-                (sw_of[port.node.idx()], 0)
+            let at = if node.kind == NodeKind::Switch {
+                sw_of[port.node].get().map(|s| (s, 0))
             } else {
-                match port.remote.map(|r| fabric.port(r)) {
-                    Some(rp) if sw_of[rp.node.idx()] != NONE => (sw_of[rp.node.idx()], rp.num),
-                    _ => {
-                        isolated.push(p);
-                        continue;
-                    }
-                }
+                port.remote.and_then(|r| {
+                    let rp = fabric.port(r);
+                    Some((sw_of[rp.node].get()?, rp.num))
+                })
+            };
+            let Some((sw, sw_port)) = at else {
+                isolated.push(p);
+                continue;
             };
             let lmc = if node.kind == NodeKind::Switch {
                 0
@@ -151,20 +155,20 @@ impl<'f> Topo<'f> {
                 });
             }
             if lid_dest.len() <= last as usize {
-                lid_dest.resize(last as usize + 1, NONE);
+                lid_dest.resize(last as usize + 1, OptIdx::NONE);
             }
-            let di = dests.len() as u32;
+            let di = DestIdx(dests.len() as u32);
             for l in port.lid.0..=last as u16 {
                 let slot = &mut lid_dest[l as usize];
-                if *slot != NONE {
-                    let other: &Dest = &dests[*slot as usize];
+                if let Some(other) = slot.get() {
+                    let other: &Dest = &dests[other];
                     return Err(TopoError::LidClash {
                         lid: Lid(l),
                         a: other.guid,
                         b: port.guid,
                     });
                 }
-                *slot = di;
+                *slot = OptIdx::some(di);
             }
             dests.push(Dest {
                 port: p,
@@ -172,7 +176,7 @@ impl<'f> Topo<'f> {
                 base_lid: port.lid,
                 lmc,
                 kind: node.kind,
-                sw: SwIdx(sw),
+                sw,
                 sw_port,
             });
         }
@@ -195,11 +199,7 @@ impl<'f> Topo<'f> {
 
     /// The switch index of a node, if it is a switch.
     pub fn sw_of(&self, n: NodeIdx) -> Option<SwIdx> {
-        self.sw_of
-            .get(n.idx())
-            .copied()
-            .filter(|&s| s != NONE)
-            .map(SwIdx)
+        self.sw_of.get(n)?.get()
     }
 
     /// The switch-to-switch links of `s`, in port order.
@@ -225,10 +225,7 @@ impl<'f> Topo<'f> {
 
     /// The destination owning `lid`.
     pub fn dest_of(&self, lid: Lid) -> Option<&Dest> {
-        match self.lid_dest.get(lid.0 as usize) {
-            Some(&d) if d != NONE => Some(&self.dests[d as usize]),
-            _ => None,
-        }
+        Some(&self.dests[self.lid_dest.get(lid.0 as usize)?.get()?])
     }
 
     /// Switch-to-switch hop counts from every switch to `t`, by breadth-first search

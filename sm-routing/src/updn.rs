@@ -39,7 +39,7 @@ use sm_mad::Guid;
 
 use crate::fill::{Policy, fill, jobs_in_dest_order};
 use crate::labels::{DOWN, Dirs, Labels, UP, label_masks, unreached_pair};
-use crate::rank::{bfs_ranks, detect_tree};
+use crate::rank::{bfs_ranks, shape_from_compute_nodes};
 use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::{SwIdx, Topo};
 
@@ -170,7 +170,7 @@ pub fn ranking(topo: &Topo<'_>, roots: &[Guid]) -> Result<Ranking, String> {
 
 fn detect_roots(topo: &Topo<'_>) -> (Vec<SwIdx>, RootSource) {
     let n = topo.num_switches();
-    if let Ok(tree) = detect_tree(topo, &Options::default()) {
+    if let Ok(tree) = shape_from_compute_nodes(topo, &Options::default()) {
         let roots: Vec<SwIdx> = (0..n as u32)
             .map(SwIdx)
             .filter(|s| tree.rank[s.idx()] == 0)

@@ -50,8 +50,10 @@ use sm_core::dump::NO_ROUTE;
 use sm_mad::{Guid, Lid};
 
 use crate::routes::Routes;
-use crate::topo::{Dest, SwIdx, Topo};
-use crate::walk::{BLOCK, Block, Col, Fate, NONE, Target, Tracer, Wiring};
+use sm_core::idx::{IdxVec, OptIdx};
+
+use crate::topo::{Dest, DestIdx, SwIdx, Topo};
+use crate::walk::{BLOCK, Block, ChanIdx, Col, Fate, Target, Tracer, Wiring};
 
 /// A virtual lane per (source port, destination LID).
 pub type VlFn = dyn Fn(&Dest, Lid) -> u8 + Send + Sync;
@@ -415,13 +417,13 @@ struct Scratch {
 struct Work {
     tracer: Tracer,
     /// Per switch: VLs of the traffic passing it (only with a VL function).
-    through: Vec<u16>,
-    starts: Vec<u32>,
+    through: IdxVec<SwIdx, u16>,
+    starts: Vec<SwIdx>,
 }
 
 /// Sets the dependency of channel `c` on the channel leaving its head through `port`.
 #[inline]
-fn mark(w: &Wiring, set: &DepSets, c: u32, port: u8) {
+fn mark(w: &Wiring, set: &DepSets, c: ChanIdx, port: u8) {
     let words = w.dep_words(c);
     let Some(word) = set.get(words.start + port as usize / 64) else {
         return;
@@ -528,14 +530,14 @@ impl<'a> Ctx<'a, '_> {
             .reduce(Acc::default, |a, b| a.merge(b, max))
     }
 
-    fn desc(&self, s: u32) -> String {
-        let node = self.topo.switches[s as usize];
+    fn desc(&self, s: SwIdx) -> String {
+        let node = self.topo.switches[s.idx()];
         self.topo.fabric.node(node).description.clone()
     }
 
-    fn reached(&self, s: u32, port: u8) -> Option<Guid> {
+    fn reached(&self, s: SwIdx, port: u8) -> Option<Guid> {
         match self.w.target(s, port) {
-            Some(Target::End { dest }) => self.topo.dests.get(dest as usize).map(|d| d.guid),
+            Some(Target::End { dest }) => self.topo.dests.get(dest).map(|d| d.guid),
             _ => None,
         }
     }
@@ -550,28 +552,34 @@ impl<'a> Ctx<'a, '_> {
                 continue;
             }
             let col = block.col(j);
-            match self.topo.lid_dest.get(lid).copied() {
-                Some(d) if d != NONE => self.owned(d, col, acc, work),
-                _ => self.stale(col, acc, work),
+            match self.topo.lid_dest.get(lid).and_then(|d| d.get()) {
+                Some(d) => self.owned(d, col, acc, work),
+                None => self.stale(col, acc, work),
             }
         }
     }
 
     /// A LID held by `dests[d]`: count its pairs, describe failures, collect dependencies.
-    fn owned(&self, d: u32, col: Col<'_>, acc: &mut Acc, sc: &mut Work) {
+    fn owned(&self, d: DestIdx, col: Col<'_>, acc: &mut Acc, sc: &mut Work) {
         let dests = &self.topo.dests;
-        let dest = &dests[d as usize];
+        let dest = &dests[d];
         let lid = col.lid();
         let w = self.w;
-        sc.tracer
-            .run(w, dests, d, col, w.source_switches(), w.skip_for(dests, d));
+        sc.tracer.run(
+            w,
+            dests,
+            Some(d),
+            col,
+            w.source_switches(),
+            w.skip_for(dests, d),
+        );
         let to_ca = dest.kind != NodeKind::Switch;
         let dist = self.hops.to(dest.sw);
         let end_links = if to_ca { 2 } else { 1 };
         for &s in w.source_switches() {
             let srcs = w.sources_at(s);
             let mut count = srcs.len() as u64;
-            if to_ca && dest.sw.0 == s {
+            if to_ca && dest.sw == s {
                 count -= 1; // the destination itself
             }
             if count == 0 {
@@ -582,10 +590,10 @@ impl<'a> Ctx<'a, '_> {
             } else {
                 acc.sw_pairs += count;
             }
-            let step = sc.tracer.steps[s as usize];
+            let step = sc.tracer.steps[s];
             acc.fates[step.fate as usize] += count;
             if step.fate == Fate::Delivered {
-                let best = dist[s as usize] as u32;
+                let best = dist[s.idx()] as u32;
                 if step.hops > best {
                     acc.non_minimal += count;
                     acc.max_extra = acc.max_extra.max(step.hops - best);
@@ -602,11 +610,11 @@ impl<'a> Ctx<'a, '_> {
                     continue;
                 }
                 acc.failures.push(Failure {
-                    source: dests[src as usize].guid,
+                    source: dests[src].guid,
                     lid,
                     dest: dest.guid,
                     fate: step.fate,
-                    switch: self.topo.guid(SwIdx(step.at)),
+                    switch: self.topo.guid(step.at),
                     switch_desc: self.desc(step.at),
                     port: step.port,
                     reached: if step.fate == Fate::WrongEndPort {
@@ -625,7 +633,7 @@ impl<'a> Ctx<'a, '_> {
 
     /// Marks the dependencies the traffic to one LID creates. Every switch the trace
     /// visited carries traffic of some source (walks start only at switches with sources).
-    fn dependencies(&self, d: u32, lid: Lid, sc: &mut Work) {
+    fn dependencies(&self, d: DestIdx, lid: Lid, sc: &mut Work) {
         let w = self.w;
         let steps = &sc.tracer.steps;
         let Some(f) = &self.opts.vl else {
@@ -638,12 +646,10 @@ impl<'a> Ctx<'a, '_> {
             }
             let set = self.dep_set(0);
             for &s in &sc.tracer.visited {
-                let c1 = steps[s as usize].chan;
-                if c1 == NONE {
+                let Some(c1) = steps[s].chan.get() else {
                     continue;
-                }
-                let c2 = steps[w.head(c1) as usize].chan;
-                if c2 != NONE {
+                };
+                if let Some(c2) = steps[w.head(c1)].chan.get() {
                     mark(w, set, c1, w.tail_port(c2));
                 }
             }
@@ -651,45 +657,41 @@ impl<'a> Ctx<'a, '_> {
         };
         // Per VL: each source switch's VLs, pushed down the channels (only new bits).
         if sc.through.len() != w.switches() {
-            sc.through.clear();
-            sc.through.resize(w.switches(), 0);
+            sc.through = IdxVec::filled(0, w.switches());
         }
         for &s in &sc.tracer.visited {
-            sc.through[s as usize] = 0;
+            sc.through[s] = 0;
         }
         let mut all = 0u16;
         for &s in w.source_switches() {
             let mut own = 0u16;
             for &src in w.sources_at(s) {
                 if src != d {
-                    own |= 1 << f(&self.topo.dests[src as usize], lid).min(15);
+                    own |= 1 << f(&self.topo.dests[src], lid).min(15);
                 }
             }
             all |= own;
-            let (mut cur, mut add) = (s, own & !sc.through[s as usize]);
+            let (mut cur, mut add) = (s, own & !sc.through[s]);
             while add != 0 {
-                sc.through[cur as usize] |= add;
-                let c = steps[cur as usize].chan;
-                if c == NONE {
+                sc.through[cur] |= add;
+                let Some(c) = steps[cur].chan.get() else {
                     break;
-                }
+                };
                 cur = w.head(c);
-                add &= !sc.through[cur as usize];
+                add &= !sc.through[cur];
             }
         }
         if self.used.load(Ordering::Relaxed) & all as u32 != all as u32 {
             self.used.fetch_or(all as u32, Ordering::Relaxed);
         }
         for &s in &sc.tracer.visited {
-            let c1 = steps[s as usize].chan;
-            if c1 == NONE {
+            let Some(c1) = steps[s].chan.get() else {
                 continue;
-            }
-            let c2 = steps[w.head(c1) as usize].chan;
-            if c2 == NONE {
+            };
+            let Some(c2) = steps[w.head(c1)].chan.get() else {
                 continue;
-            }
-            let mut v = sc.through[s as usize];
+            };
+            let mut v = sc.through[s];
             while v != 0 {
                 let vl = v.trailing_zeros() as usize;
                 v &= v - 1;
@@ -705,10 +707,9 @@ impl<'a> Ctx<'a, '_> {
 
     /// A LID nobody holds: report it when some switch routes it.
     fn stale(&self, col: Col<'_>, acc: &mut Acc, sc: &mut Work) {
-        let n = self.w.switches() as u32;
         sc.starts.clear();
         sc.starts
-            .extend((0..n).filter(|&s| col.port(s) != NO_ROUTE));
+            .extend(self.w.switch_indices().filter(|&s| col.port(s) != NO_ROUTE));
         if sc.starts.is_empty() {
             return;
         }
@@ -717,12 +718,12 @@ impl<'a> Ctx<'a, '_> {
             return;
         }
         sc.tracer
-            .run(self.w, &self.topo.dests, NONE, col, &sc.starts, NONE);
-        let mut ends: Vec<(Fate, u32, u8)> = sc
+            .run(self.w, &self.topo.dests, None, col, &sc.starts, None);
+        let mut ends: Vec<(Fate, SwIdx, u8)> = sc
             .starts
             .iter()
             .map(|&s| {
-                let st = sc.tracer.steps[s as usize];
+                let st = sc.tracer.steps[s];
                 (st.fate, st.at, st.port)
             })
             .collect();
@@ -736,7 +737,7 @@ impl<'a> Ctx<'a, '_> {
                 .into_iter()
                 .map(|(fate, at, port)| DeadEnd {
                     fate,
-                    switch: self.topo.guid(SwIdx(at)),
+                    switch: self.topo.guid(at),
                     switch_desc: self.desc(at),
                     port,
                     reached: if fate == Fate::WrongEndPort {
@@ -796,18 +797,22 @@ impl<'a> Ctx<'a, '_> {
     }
 }
 
+/// In [`Sccs::comp`]: a channel without any dependency, either way. Component numbers
+/// count down from below it.
+const NO_COMP: u32 = u32::MAX;
+
 /// What [`Cdg::sccs`] finds.
 #[derive(Debug, PartialEq, Eq)]
 struct Sccs {
-    /// Component of every channel ([`NONE`] for a channel without any dependency, either
-    /// way).
-    comp: Vec<u32>,
+    /// Component number of every channel ([`NO_COMP`] for a channel without any
+    /// dependency, either way).
+    comp: IdxVec<ChanIdx, u32>,
     /// Components with a cycle: more than one channel, or a channel depending on itself.
     cyclic: u64,
     /// Channels in the largest of those.
     largest: u64,
     /// The lowest channel of any of those.
-    first_cyclic: Option<u32>,
+    first_cyclic: Option<ChanIdx>,
 }
 
 /// One VL's channel dependency graph: successors of channel `c` are the channels leaving
@@ -824,12 +829,12 @@ impl Cdg<'_> {
     }
 
     /// Whether channel `c` depends on anything.
-    fn has_out(&self, c: u32) -> bool {
+    fn has_out(&self, c: ChanIdx) -> bool {
         self.bits[self.w.dep_words(c)].iter().any(|&x| x != 0)
     }
 
     /// The first successor of `c` at or after output port `from` (as port, channel).
-    fn next_succ(&self, c: u32, from: u16) -> Option<(u16, u32)> {
+    fn next_succ(&self, c: ChanIdx, from: u16) -> Option<(u16, ChanIdx)> {
         let set = &self.bits[self.w.dep_words(c)];
         let head = self.w.head(c);
         let mut p = from as usize;
@@ -868,19 +873,21 @@ impl Cdg<'_> {
 
     /// Channels with a dependency either way, and dependencies.
     fn counts(&self) -> (u64, u64) {
-        let m = self.len();
-        let mut has_in = vec![false; m];
+        let mut has_in = IdxVec::filled(false, self.len());
         let mut dependencies = 0u64;
-        for c in 0..m as u32 {
+        for c in self.w.chans.indices() {
             let mut p = 0u16;
             while let Some((q, s)) = self.next_succ(c, p) {
                 dependencies += 1;
-                has_in[s as usize] = true;
+                has_in[s] = true;
                 p = q + 1;
             }
         }
-        let channels = (0..m)
-            .filter(|&c| has_in[c] || self.has_out(c as u32))
+        let channels = self
+            .w
+            .chans
+            .indices()
+            .filter(|&c| has_in[c] || self.has_out(c))
             .count() as u64;
         (channels, dependencies)
     }
@@ -894,38 +901,37 @@ impl Cdg<'_> {
     /// passes and is twice as slow; docs/PERFORMANCE.md has the figures, and the tests check
     /// this against both.)
     fn sccs(&self) -> Sccs {
-        let m = self.len();
         // 0: not visited yet. Then the visit number, lowered to the lowest one the channel
         // reaches while its component is open. Then the component's number, counted down
-        // from below `NONE`, so above every visit number.
-        let mut num = vec![0u32; m];
+        // from below `NO_COMP`, so above every visit number.
+        let mut num: IdxVec<ChanIdx, u32> = IdxVec::filled(0, self.len());
         // Visited channels whose component is not complete, in visit order.
-        let mut open: Vec<u32> = Vec::new();
+        let mut open: Vec<ChanIdx> = Vec::new();
         // The search's path: (channel, next port to try, no lower number reached yet).
-        let mut path: Vec<(u32, u16, bool)> = Vec::new();
+        let mut path: Vec<(ChanIdx, u16, bool)> = Vec::new();
         let mut next_visit = 1u32;
-        let mut next_comp = NONE - 1;
+        let mut next_comp = NO_COMP - 1;
         let (mut cyclic, mut largest) = (0u64, 0u64);
-        let mut first_cyclic: Option<u32> = None;
-        for start in 0..m as u32 {
-            if num[start as usize] != 0 || !self.has_out(start) {
+        let mut first_cyclic: Option<ChanIdx> = None;
+        for start in self.w.chans.indices() {
+            if num[start] != 0 || !self.has_out(start) {
                 continue;
             }
-            num[start as usize] = next_visit;
+            num[start] = next_visit;
             next_visit += 1;
             path.push((start, 0, true));
             'path: while let Some(&(v, mut from, mut root)) = path.last() {
                 // The successors not tried yet, with v's number kept at hand.
-                let mut low = num[v as usize];
+                let mut low = num[v];
                 while let Some((p, w)) = self.next_succ(v, from) {
                     from = p + 1;
-                    let nw = num[w as usize];
+                    let nw = num[w];
                     if nw == 0 {
-                        num[v as usize] = low;
+                        num[v] = low;
                         if let Some(top) = path.last_mut() {
                             *top = (v, from, root);
                         }
-                        num[w as usize] = next_visit;
+                        num[w] = next_visit;
                         next_visit += 1;
                         path.push((w, 0, true));
                         continue 'path;
@@ -935,22 +941,22 @@ impl Cdg<'_> {
                         root = false;
                     }
                 }
-                num[v as usize] = low;
+                num[v] = low;
                 path.pop();
                 if root {
                     // `v` and the open channels visited after it are a component.
                     let mut size = 1u64;
                     let mut min_c = v;
                     while let Some(&w) = open.last() {
-                        if num[w as usize] < low {
+                        if num[w] < low {
                             break;
                         }
                         open.pop();
-                        num[w as usize] = next_comp;
+                        num[w] = next_comp;
                         size += 1;
                         min_c = min_c.min(w);
                     }
-                    num[v as usize] = next_comp;
+                    num[v] = next_comp;
                     next_comp -= 1;
                     if size > 1 || self.succ_contains(v, v) {
                         cyclic += 1;
@@ -963,16 +969,16 @@ impl Cdg<'_> {
                     open.push(v);
                 }
                 if let Some(&mut (u, _, ref mut u_root)) = path.last_mut() {
-                    if num[v as usize] < num[u as usize] {
-                        num[u as usize] = num[v as usize];
+                    if num[v] < num[u] {
+                        num[u] = num[v];
                         *u_root = false;
                     }
                 }
             }
         }
-        for n in &mut num {
+        for n in num.iter_mut() {
             if *n == 0 {
-                *n = NONE;
+                *n = NO_COMP;
             }
         }
         Sccs {
@@ -983,7 +989,7 @@ impl Cdg<'_> {
         }
     }
 
-    fn succ_contains(&self, c: u32, target: u32) -> bool {
+    fn succ_contains(&self, c: ChanIdx, target: ChanIdx) -> bool {
         let mut p = 0u16;
         while let Some((q, s)) = self.next_succ(c, p) {
             if s == target {
@@ -997,12 +1003,12 @@ impl Cdg<'_> {
     /// The shortest cycle through `start` inside its component, by breadth-first search.
     fn cycle_through(
         &self,
-        start: u32,
-        comp: &[u32],
+        start: ChanIdx,
+        comp: &IdxVec<ChanIdx, u32>,
         topo: &Topo<'_>,
         vl: u8,
     ) -> Option<CreditLoop> {
-        let mut parent = vec![NONE; self.len()];
+        let mut parent: IdxVec<ChanIdx, OptIdx<ChanIdx>> = IdxVec::filled(OptIdx::NONE, self.len());
         let mut queue = vec![start];
         let mut head = 0;
         let mut last = None;
@@ -1016,8 +1022,8 @@ impl Cdg<'_> {
                     last = Some(v);
                     break 'bfs;
                 }
-                if comp[s as usize] == comp[start as usize] && parent[s as usize] == NONE {
-                    parent[s as usize] = v;
+                if comp[s] == comp[start] && parent[s].is_none() {
+                    parent[s] = OptIdx::some(v);
                     queue.push(s);
                 }
             }
@@ -1025,10 +1031,7 @@ impl Cdg<'_> {
         let mut v = last?;
         let mut cycle = vec![v];
         while v != start {
-            v = parent[v as usize];
-            if v == NONE {
-                return None;
-            }
+            v = parent[v].get()?;
             cycle.push(v);
         }
         cycle.reverse();

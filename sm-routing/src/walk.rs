@@ -7,15 +7,18 @@
 //! destination LID's column then sits in one small buffer instead of one cache line of
 //! every switch's table.
 
+use sm_core::NodeKind;
 use sm_core::dump::NO_ROUTE;
+use sm_core::idx::{IdxVec, OptIdx};
 use sm_mad::{Guid, Lid};
 
 use crate::routes::Routes;
-use crate::topo::{Dest, SwIdx, Topo};
-use sm_core::NodeKind;
+use crate::topo::{Dest, DestIdx, SwIdx, Topo};
 
-/// "No index".
-pub(crate) const NONE: u32 = u32::MAX;
+sm_core::dense_index!(
+    /// A channel, one direction of a switch-to-switch link: an index into [`Wiring::chans`].
+    pub(crate) struct ChanIdx
+);
 
 /// LIDs per transposed block.
 pub(crate) const BLOCK: usize = 64;
@@ -72,10 +75,10 @@ impl Fate {
 pub(crate) enum Target {
     /// Port 0: the switch itself.
     Own,
-    /// A link to a switch, forming channel `chan`.
-    Switch { sw: u32, chan: u32 },
-    /// A link to an end port: an index into `Topo::dests`.
-    End { dest: u32 },
+    /// A link to switch `sw`, forming channel `chan`.
+    Switch { sw: SwIdx, chan: ChanIdx },
+    /// A link to an end port.
+    End { dest: DestIdx },
     /// No link.
     Open,
 }
@@ -83,13 +86,15 @@ pub(crate) enum Target {
 /// A channel: one direction of a switch-to-switch link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Chan {
-    pub(crate) from: u32,
+    pub(crate) from: SwIdx,
     pub(crate) port: u8,
-    pub(crate) to: u32,
+    pub(crate) to: SwIdx,
     pub(crate) to_port: u8,
 }
 
 /// Packed targets: a channel number, [`END`] `|` a destination index, [`OWN`] or [`OPEN`].
+/// Raw numbers rather than a [`Target`]: 4 bytes a port keep the targets of the biggest
+/// fabrics in a core's cache.
 const OPEN: u32 = u32::MAX;
 const OWN: u32 = u32::MAX - 1;
 const END: u32 = 1 << 31;
@@ -98,21 +103,22 @@ const END: u32 = 1 << 31;
 /// grouped by the switch they hang off.
 #[derive(Debug, Clone)]
 pub(crate) struct Wiring {
+    /// Switch `s`'s ports are `targets[port_off[s]..port_off[s + 1]]`.
     port_off: Vec<u32>,
-    /// Per switch port, packed (see [`pack`]): 4 bytes, so the targets of the biggest
-    /// fabrics stay in a core's cache.
+    /// Per switch port, packed (see [`OPEN`]).
     targets: Vec<u32>,
-    pub(crate) chans: Vec<Chan>,
+    pub(crate) chans: IdxVec<ChanIdx, Chan>,
     /// `chans[c].to` and the port it leaves its tail by, alone for the same reason.
-    chan_to: Vec<u32>,
-    chan_port: Vec<u8>,
+    chan_to: IdxVec<ChanIdx, SwIdx>,
+    chan_port: IdxVec<ChanIdx, u8>,
     /// Channel dependency sets: channel `c` owns the 64-bit words
     /// `dep_off[c] .. dep_off[c + 1]`, one bit per port of its head switch.
     dep_off: Vec<u32>,
+    /// Switch `s`'s sources are `sources[src_off[s]..src_off[s + 1]]`.
     src_off: Vec<u32>,
-    sources: Vec<u32>,
+    sources: Vec<DestIdx>,
     /// Switches with at least one source, ascending.
-    src_switches: Vec<u32>,
+    src_switches: Vec<SwIdx>,
 }
 
 impl Wiring {
@@ -120,34 +126,34 @@ impl Wiring {
         let n = topo.num_switches();
         let mut port_off = Vec::with_capacity(n + 1);
         let mut targets = Vec::new();
-        let mut chans = Vec::new();
-        for s in 0..n {
-            let sw = SwIdx(s as u32);
+        let mut chans: IdxVec<ChanIdx, Chan> = IdxVec::new();
+        for sw in (0..n as u32).map(SwIdx) {
             port_off.push(targets.len() as u32);
             let base = targets.len();
             targets.push(OWN);
             targets.extend(std::iter::repeat_n(OPEN, topo.radix(sw) as usize));
             for a in topo.adj(sw) {
                 if let Some(t) = targets[base..].get_mut(a.port as usize) {
-                    *t = chans.len() as u32;
-                    chans.push(Chan {
-                        from: s as u32,
-                        port: a.port,
-                        to: a.peer.0,
-                        to_port: a.peer_port,
-                    });
+                    *t = chans
+                        .push(Chan {
+                            from: sw,
+                            port: a.port,
+                            to: a.peer,
+                            to_port: a.peer_port,
+                        })
+                        .0;
                 }
             }
         }
         port_off.push(targets.len() as u32);
         let mut count = vec![0u32; n + 1];
-        for (i, d) in topo.dests.iter().enumerate() {
+        for (i, d) in topo.dests.iter_enumerated() {
             if d.kind == NodeKind::Switch {
                 continue;
             }
             let (a, b) = (port_off[d.sw.idx()], port_off[d.sw.idx() + 1]);
             if let Some(t) = targets[a as usize..b as usize].get_mut(d.sw_port as usize) {
-                *t = END | i as u32;
+                *t = END | i.0;
             }
             count[d.sw.idx() + 1] += 1;
         }
@@ -155,16 +161,17 @@ impl Wiring {
             count[s + 1] += count[s];
         }
         let src_off = count.clone();
-        let mut sources = vec![0u32; src_off[n] as usize];
-        for (i, d) in topo.dests.iter().enumerate() {
+        let mut sources = vec![DestIdx(0); src_off[n] as usize];
+        for (i, d) in topo.dests.iter_enumerated() {
             if d.kind != NodeKind::Switch {
                 let slot = &mut count[d.sw.idx()];
-                sources[*slot as usize] = i as u32;
+                sources[*slot as usize] = i;
                 *slot += 1;
             }
         }
         let src_switches = (0..n as u32)
             .filter(|&s| src_off[s as usize + 1] > src_off[s as usize])
+            .map(SwIdx)
             .collect();
         let chan_to = chans.iter().map(|c| c.to).collect();
         let chan_port = chans.iter().map(|c| c.port).collect();
@@ -172,7 +179,7 @@ impl Wiring {
         let mut words = 0u32;
         for c in &chans {
             dep_off.push(words);
-            let ports = port_off[c.to as usize + 1] - port_off[c.to as usize];
+            let ports = port_off[c.to.idx() + 1] - port_off[c.to.idx()];
             words += ports.div_ceil(64);
         }
         dep_off.push(words);
@@ -194,77 +201,83 @@ impl Wiring {
         self.port_off.len() - 1
     }
 
+    /// Every switch, in order.
+    pub(crate) fn switch_indices(&self) -> impl Iterator<Item = SwIdx> + use<> {
+        (0..self.switches() as u32).map(SwIdx)
+    }
+
     /// What is behind `port` of switch `s`; `None` for a port beyond the radix.
     #[inline]
-    pub(crate) fn target(&self, s: u32, port: u8) -> Option<Target> {
-        let (a, b) = (self.port_off[s as usize], self.port_off[s as usize + 1]);
+    pub(crate) fn target(&self, s: SwIdx, port: u8) -> Option<Target> {
+        let (a, b) = (self.port_off[s.idx()], self.port_off[s.idx() + 1]);
         let t = *self.targets[a as usize..b as usize].get(port as usize)?;
         Some(match t {
             OPEN => Target::Open,
             OWN => Target::Own,
-            t if t & END != 0 => Target::End { dest: t & !END },
-            chan => Target::Switch {
-                sw: self.chan_to[chan as usize],
-                chan,
+            t if t & END != 0 => Target::End {
+                dest: DestIdx(t & !END),
             },
+            chan => {
+                let chan = ChanIdx(chan);
+                Target::Switch {
+                    sw: self.chan_to[chan],
+                    chan,
+                }
+            }
         })
     }
 
     /// The channel leaving switch `s` through `port`.
     #[inline]
-    pub(crate) fn chan_at(&self, s: u32, port: u8) -> Option<u32> {
+    pub(crate) fn chan_at(&self, s: SwIdx, port: u8) -> Option<ChanIdx> {
         match self.target(s, port) {
             Some(Target::Switch { chan, .. }) => Some(chan),
             _ => None,
         }
     }
 
-    /// The source ports (indices into `Topo::dests`) hanging off switch `s`.
+    /// The source ports hanging off switch `s`.
     #[inline]
-    pub(crate) fn sources_at(&self, s: u32) -> &[u32] {
-        let (a, b) = (self.src_off[s as usize], self.src_off[s as usize + 1]);
+    pub(crate) fn sources_at(&self, s: SwIdx) -> &[DestIdx] {
+        let (a, b) = (self.src_off[s.idx()], self.src_off[s.idx() + 1]);
         &self.sources[a as usize..b as usize]
     }
 
     /// Switches with at least one source, ascending.
-    pub(crate) fn source_switches(&self) -> &[u32] {
+    pub(crate) fn source_switches(&self) -> &[SwIdx] {
         &self.src_switches
     }
 
     /// The switch a walk to `dests[d]` need not start from: the destination's own switch
     /// when the destination is its only source (a port does not send to itself).
-    pub(crate) fn skip_for(&self, dests: &[Dest], d: u32) -> u32 {
-        match dests.get(d as usize) {
-            Some(dest)
-                if dest.kind != NodeKind::Switch && self.sources_at(dest.sw.0).len() == 1 =>
-            {
-                dest.sw.0
-            }
-            _ => NONE,
-        }
+    pub(crate) fn skip_for(&self, dests: &IdxVec<DestIdx, Dest>, d: DestIdx) -> Option<SwIdx> {
+        dests
+            .get(d)
+            .filter(|dest| dest.kind != NodeKind::Switch && self.sources_at(dest.sw).len() == 1)
+            .map(|dest| dest.sw)
     }
 
     /// Every source port, grouped by switch.
-    pub(crate) fn sources(&self) -> &[u32] {
+    pub(crate) fn sources(&self) -> &[DestIdx] {
         &self.sources
     }
 
     /// The head switch of channel `c`.
     #[inline]
-    pub(crate) fn head(&self, c: u32) -> u32 {
-        self.chan_to[c as usize]
+    pub(crate) fn head(&self, c: ChanIdx) -> SwIdx {
+        self.chan_to[c]
     }
 
     /// The port channel `c` leaves its tail switch by.
     #[inline]
-    pub(crate) fn tail_port(&self, c: u32) -> u8 {
-        self.chan_port[c as usize]
+    pub(crate) fn tail_port(&self, c: ChanIdx) -> u8 {
+        self.chan_port[c]
     }
 
     /// The words of channel `c`'s dependency set.
     #[inline]
-    pub(crate) fn dep_words(&self, c: u32) -> std::ops::Range<usize> {
-        self.dep_off[c as usize] as usize..self.dep_off[c as usize + 1] as usize
+    pub(crate) fn dep_words(&self, c: ChanIdx) -> std::ops::Range<usize> {
+        self.dep_off[c.idx()] as usize..self.dep_off[c.idx() + 1] as usize
     }
 
     /// Words of all dependency sets together.
@@ -273,14 +286,9 @@ impl Wiring {
     }
 
     /// Switch node GUID and port of a channel's two ends.
-    pub(crate) fn chan_ends(&self, topo: &Topo<'_>, c: u32) -> (Guid, u8, Guid, u8) {
-        let ch = self.chans[c as usize];
-        (
-            topo.guid(SwIdx(ch.from)),
-            ch.port,
-            topo.guid(SwIdx(ch.to)),
-            ch.to_port,
-        )
+    pub(crate) fn chan_ends(&self, topo: &Topo<'_>, c: ChanIdx) -> (Guid, u8, Guid, u8) {
+        let ch = self.chans[c];
+        (topo.guid(ch.from), ch.port, topo.guid(ch.to), ch.to_port)
     }
 }
 
@@ -322,8 +330,8 @@ pub(crate) struct Col<'a> {
 impl Col<'_> {
     /// Switch `s`'s entry.
     #[inline]
-    pub(crate) fn port(&self, s: u32) -> u8 {
-        self.b.buf[s as usize * BLOCK + self.j]
+    pub(crate) fn port(&self, s: SwIdx) -> u8 {
+        self.b.buf[s.idx() * BLOCK + self.j]
     }
 
     /// The LID.
@@ -342,71 +350,69 @@ pub(crate) struct Step {
     pub(crate) hops: u32,
     /// The switch where the walk ended (delivered or died there; for a loop, a switch of
     /// the loop).
-    pub(crate) at: u32,
-    /// The channel this switch forwards the LID on ([`NONE`] when it does not forward it
-    /// to a switch).
-    pub(crate) chan: u32,
+    pub(crate) at: SwIdx,
+    /// The channel this switch forwards the LID on (none when it does not forward it to a
+    /// switch).
+    pub(crate) chan: OptIdx<ChanIdx>,
 }
 
 /// Resolves the [`Step`]s of one LID for the switches walks from given start switches
 /// pass. Buffers are reused across LIDs; only `visited` switches have valid steps.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Tracer {
-    pub(crate) steps: Vec<Step>,
+    pub(crate) steps: IdxVec<SwIdx, Step>,
     /// Switches resolved by the last run, each once.
-    pub(crate) visited: Vec<u32>,
+    pub(crate) visited: Vec<SwIdx>,
     /// `stamp[s]` = `epoch` while `s` is on the current path, `epoch + 1` once resolved.
-    stamp: Vec<u32>,
+    stamp: IdxVec<SwIdx, u32>,
     epoch: u32,
-    path: Vec<u32>,
+    path: Vec<SwIdx>,
 }
 
 impl Tracer {
-    /// Walks towards the LID of `col`, owned by `dests[dest]` (or by nobody when `dest` is
-    /// [`NONE`]), from every switch of `starts` but `skip`, and from every switch those
-    /// walks pass.
+    /// Walks towards the LID of `col`, owned by `dests[dest]` (or by nobody), from every
+    /// switch of `starts` but `skip`, and from every switch those walks pass.
     pub(crate) fn run(
         &mut self,
         w: &Wiring,
-        dests: &[Dest],
-        dest: u32,
+        dests: &IdxVec<DestIdx, Dest>,
+        dest: Option<DestIdx>,
         col: Col<'_>,
-        starts: &[u32],
-        skip: u32,
+        starts: &[SwIdx],
+        skip: Option<SwIdx>,
     ) {
         let n = w.switches();
         if self.stamp.len() != n || self.epoch >= u32::MAX - 2 {
-            self.stamp.clear();
-            self.stamp.resize(n, 0);
+            self.stamp = IdxVec::filled(0, n);
             self.epoch = 0;
+            // Never read: a step is written before its switch counts as visited.
             let blank = Step {
                 fate: Fate::NoEntry,
                 port: NO_ROUTE,
                 hops: 0,
-                at: NONE,
-                chan: NONE,
+                at: SwIdx(0),
+                chan: OptIdx::NONE,
             };
-            self.steps.clear();
-            self.steps.resize(n, blank);
+            self.steps = IdxVec::filled(blank, n);
         }
         self.epoch += 2;
         let (on_path, done) = (self.epoch, self.epoch + 1);
         self.visited.clear();
-        let owner_switch = dests
-            .get(dest as usize)
+        let owner_switch = dest
+            .and_then(|d| dests.get(d))
             .filter(|d| d.kind == NodeKind::Switch)
-            .map(|d| d.sw.0);
+            .map(|d| d.sw);
         for &s0 in starts {
-            if s0 == skip || self.stamp[s0 as usize] == done {
+            if Some(s0) == skip || self.stamp[s0] == done {
                 continue;
             }
             self.path.clear();
             let mut s = s0;
             // The result at the switch after the last one on `path`.
             let end = loop {
-                let st = self.stamp[s as usize];
+                let st = self.stamp[s];
                 if st == done {
-                    break self.steps[s as usize];
+                    break self.steps[s];
                 }
                 if st == on_path {
                     break Step {
@@ -414,10 +420,10 @@ impl Tracer {
                         port: col.port(s),
                         hops: 0,
                         at: s,
-                        chan: NONE,
+                        chan: OptIdx::NONE,
                     };
                 }
-                self.stamp[s as usize] = on_path;
+                self.stamp[s] = on_path;
                 let port = col.port(s);
                 let fate = if port == NO_ROUTE {
                     Fate::NoEntry
@@ -427,10 +433,10 @@ impl Tracer {
                         Some(Target::Open) => Fate::NotCabled,
                         Some(Target::Own) if owner_switch == Some(s) => Fate::Delivered,
                         Some(Target::Own) => Fate::NotOwner,
-                        Some(Target::End { dest: e }) if e == dest => Fate::Delivered,
+                        Some(Target::End { dest: e }) if Some(e) == dest => Fate::Delivered,
                         Some(Target::End { .. }) => Fate::WrongEndPort,
                         Some(Target::Switch { sw, chan }) => {
-                            self.steps[s as usize].chan = chan;
+                            self.steps[s].chan = OptIdx::some(chan);
                             self.path.push(s);
                             s = sw;
                             continue;
@@ -442,21 +448,21 @@ impl Tracer {
                     port,
                     hops: 0,
                     at: s,
-                    chan: NONE,
+                    chan: OptIdx::NONE,
                 };
-                self.steps[s as usize] = step;
-                self.stamp[s as usize] = done;
+                self.steps[s] = step;
+                self.stamp[s] = done;
                 self.visited.push(s);
                 break step;
             };
             for (k, &p) in self.path.iter().rev().enumerate() {
-                let step = &mut self.steps[p as usize];
+                let step = &mut self.steps[p];
                 *step = Step {
                     hops: end.hops.saturating_add(k as u32 + 1),
                     chan: step.chan,
                     ..end
                 };
-                self.stamp[p as usize] = done;
+                self.stamp[p] = done;
                 self.visited.push(p);
             }
         }
@@ -469,21 +475,21 @@ impl Tracer {
 pub(crate) fn walk_path(
     w: &Wiring,
     routes: &Routes,
-    dests: &[Dest],
-    from: u32,
+    dests: &IdxVec<DestIdx, Dest>,
+    from: SwIdx,
     lid: Lid,
-    dest: u32,
-    chans: &mut Vec<u32>,
+    dest: DestIdx,
+    chans: &mut Vec<ChanIdx>,
 ) -> bool {
     let owner_switch = dests
-        .get(dest as usize)
+        .get(dest)
         .filter(|d| d.kind == NodeKind::Switch)
-        .map(|d| d.sw.0);
+        .map(|d| d.sw);
     let mut s = from;
     for _ in 0..=w.switches() {
         let port = routes
             .lft
-            .get(s as usize)
+            .get(s.idx())
             .and_then(|r| r.get(lid.0 as usize))
             .copied()
             .unwrap_or(NO_ROUTE);

@@ -7,8 +7,8 @@ mod common;
 
 use common::{fabric, has_credit_loop, walk};
 use sm_core::NodeKind;
-use sm_core::generate::{FatTree3, GenSpec, KaryNTree};
-use sm_routing::{Options, Routes, Topo, engine};
+use sm_core::generate::{FatTree2, FatTree3, GenSpec, KaryNTree};
+use sm_routing::{Options, Routes, Topo, ValidateOptions, engine, validate};
 
 /// Maximum load of any switch-to-switch link over all shift permutations.
 fn max_shift_load(topo: &Topo<'_>, r: &Routes) -> usize {
@@ -112,4 +112,104 @@ fn lmc_lids_of_a_port_take_different_roots() {
         .sw;
     let ports: Vec<u8> = d.lids().map(|l| r.port(other_leaf, l).unwrap()).collect();
     assert_ne!(ports[0], ports[1]);
+}
+
+/// A radix-4 two-level tree (4 leaves of 2 CAs under 2 spines) with compute nodes on the
+/// first 2 leaves only.
+fn half_cn_tree() -> (sm_core::fabric::Fabric, Options) {
+    let f = fabric(&GenSpec::FatTree2(FatTree2::new(4)), 0);
+    let topo = Topo::new(&f).unwrap();
+    let mut leaves = common::ca_switches(&topo);
+    leaves.sort_by_key(|&s| topo.guid(s));
+    assert_eq!(leaves.len(), 4);
+    let cns = topo
+        .dests
+        .iter()
+        .filter(|d| d.kind == NodeKind::Ca && leaves[..2].contains(&d.sw))
+        .map(|d| d.guid)
+        .collect();
+    let opts = Options {
+        compute_nodes: cns,
+        ..Options::default()
+    };
+    (f, opts)
+}
+
+#[test]
+fn leaves_without_compute_nodes_are_still_leaves() {
+    let (f, opts) = half_cn_tree();
+    let topo = Topo::new(&f).unwrap();
+    // Taking the two leaves without compute nodes for roots left 12 pairs unreachable:
+    // each root's 2 CAs to the other root's CAs and LID.
+    let r = engine("ftree").unwrap().route(&topo, &opts).unwrap();
+    let v = validate(&topo, &r, &ValidateOptions::default());
+    assert_eq!(v.unreachable_pairs, 0, "{:?}", v.failures);
+    assert_eq!(v.credit_loops, 0);
+    common::check_reach(&topo, &r);
+    // The spines are the roots, every CA's switch is a leaf.
+    let tree = sm_routing::ftree::detect(&topo, &opts).unwrap();
+    let mut roots = sm_routing::ftree::roots(&topo, &tree);
+    roots.sort();
+    let cas = common::ca_switches(&topo);
+    let mut spines: Vec<_> = (0..topo.num_switches() as u32)
+        .map(sm_routing::SwIdx)
+        .filter(|s| !cas.contains(s))
+        .map(|s| topo.guid(s))
+        .collect();
+    spines.sort();
+    assert_eq!(roots, spines);
+    assert_eq!(tree.leaf_rank, 1);
+    // Multicast trees climb in the order ftree routes by.
+    assert_eq!(
+        sm_routing::TreeOrder::for_engine(&topo, "ftree", &opts).unwrap(),
+        sm_routing::TreeOrder::Ranked(tree.rank)
+    );
+}
+
+/// Compute nodes on any subset of the leaves (the other CAs are I/O nodes): ftree finds the
+/// tree and leaves no pair unrouted, on 2- and 3-level trees.
+#[test]
+fn compute_nodes_on_any_leaves_route_every_pair() {
+    let specs = [
+        GenSpec::FatTree2(FatTree2::new(4)),
+        GenSpec::FatTree3(FatTree3 {
+            pods: Some(3),
+            ..FatTree3::new(4)
+        }),
+    ];
+    for spec in &specs {
+        let f = fabric(spec, 0);
+        let topo = Topo::new(&f).unwrap();
+        let leaves = common::ca_switches(&topo);
+        for set in 1u32..1 << leaves.len() {
+            let cns: Vec<_> = topo
+                .dests
+                .iter()
+                .filter(|d| {
+                    d.kind == NodeKind::Ca
+                        && leaves
+                            .iter()
+                            .position(|&l| l == d.sw)
+                            .is_some_and(|i| set & 1 << i != 0)
+                })
+                .map(|d| d.guid)
+                .collect();
+            let opts = Options {
+                compute_nodes: cns,
+                ..Options::default()
+            };
+            let tree = sm_routing::ftree::detect(&topo, &opts).unwrap();
+            for &l in &leaves {
+                assert_eq!(tree.rank[l.idx()], tree.leaf_rank, "{spec:?} {set:#b}");
+            }
+            let r = engine("ftree").unwrap().route(&topo, &opts).unwrap();
+            let v = validate(&topo, &r, &ValidateOptions::default());
+            assert_eq!(
+                v.unreachable_pairs, 0,
+                "{spec:?} {set:#b}: {:?}",
+                v.failures
+            );
+            assert_eq!(v.credit_loops, 0, "{spec:?} {set:#b}");
+        }
+    }
 }

@@ -74,13 +74,12 @@
 use rayon::prelude::*;
 use serde::Serialize;
 use sm_core::fabric::{NodeIdx, NodeKind, PortIdx};
+use sm_core::idx::{IdxVec, OptIdx};
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid, PKey, Sl, Vl};
-use sm_routing::SwitchAr;
+use sm_routing::{SwIdx, SwitchAr};
 
 use crate::sim::{MAX_HOPS, Sim};
-
-const NONE: u32 = u32::MAX;
 /// Port flags in the compact snapshot.
 const UP: u8 = 1;
 const ENF_IN: u8 = 2;
@@ -380,8 +379,8 @@ pub struct Multicast {
 
 #[derive(Debug, Clone, Copy)]
 struct PortLite {
-    node: u32,
-    remote: u32,
+    node: NodeIdx,
+    remote: OptIdx<PortIdx>,
     lid: u16,
     lmc: u8,
     num: u8,
@@ -400,15 +399,24 @@ impl PortLite {
 #[derive(Debug, Clone, Copy)]
 struct NodeLite {
     guid: Guid,
+    /// The slot of port 0; port `p` is `first_port + p`.
     first_port: u32,
     num_ports: u8,
-    /// Dense switch index, `NONE` for CAs and routers.
-    sw: u32,
+    /// Dense switch index; none for CAs and routers.
+    sw: OptIdx<SwIdx>,
+}
+
+impl NodeLite {
+    /// The slot of port `p`.
+    #[inline]
+    fn port(&self, p: u8) -> PortIdx {
+        PortIdx(self.first_port + u32::from(p))
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
 struct SwLite<'s> {
-    node: u32,
+    node: NodeIdx,
     top: u16,
     lft: &'s [u8],
     sl2vl: &'s [[u8; 16]],
@@ -445,30 +453,30 @@ enum Memb {
 #[derive(Debug, Clone, Copy)]
 enum Fwd {
     /// Port 0 owns the LID.
-    Deliver(u32),
-    /// Out through `out` (a port slot) on `vl`, arriving at `next`.
-    Out { out: u32, next: u32, vl: u8 },
+    Deliver(PortIdx),
+    /// Out through `out` on `vl`, arriving at `next`.
+    Out { out: PortIdx, next: PortIdx, vl: u8 },
 }
 
 /// Receives the hops of a walk.
 trait Sink {
-    fn hop(&mut self, node: u32, in_port: u8, out: u32, vl: u8);
+    fn hop(&mut self, node: NodeIdx, in_port: u8, out: PortIdx, vl: u8);
 }
 
 struct NoSink;
 impl Sink for NoSink {
     #[inline]
-    fn hop(&mut self, _: u32, _: u8, _: u32, _: u8) {}
+    fn hop(&mut self, _: NodeIdx, _: u8, _: PortIdx, _: u8) {}
 }
 
 /// Remembers the output ports of a walk (at most `MAX_HOPS`).
 struct OutPorts {
-    ports: [u32; MAX_HOPS as usize + 1],
+    ports: [PortIdx; MAX_HOPS as usize + 1],
     n: usize,
 }
 impl Sink for OutPorts {
     #[inline]
-    fn hop(&mut self, _: u32, _: u8, out: u32, _: u8) {
+    fn hop(&mut self, _: NodeIdx, _: u8, out: PortIdx, _: u8) {
         if let Some(slot) = self.ports.get_mut(self.n) {
             *slot = out;
             self.n += 1;
@@ -481,11 +489,11 @@ struct Recorder<'a, 't> {
     hops: Vec<Hop>,
 }
 impl Sink for Recorder<'_, '_> {
-    fn hop(&mut self, node: u32, in_port: u8, out: u32, vl: u8) {
+    fn hop(&mut self, node: NodeIdx, in_port: u8, out: PortIdx, vl: u8) {
         self.hops.push(Hop {
-            node: self.t.nodes[node as usize].guid,
+            node: self.t.nodes[node].guid,
             in_port,
-            out_port: self.t.ports[out as usize].num,
+            out_port: self.t.ports[out].num,
             vl: Vl(vl),
         });
     }
@@ -495,11 +503,11 @@ impl Sink for Recorder<'_, '_> {
 #[derive(Debug)]
 pub struct Tracer<'s> {
     sim: &'s Sim,
-    nodes: Vec<NodeLite>,
-    ports: Vec<PortLite>,
-    sws: Vec<SwLite<'s>>,
-    /// LID -> the first end port owning it.
-    lid_owner: Vec<u32>,
+    nodes: IdxVec<NodeIdx, NodeLite>,
+    ports: IdxVec<PortIdx, PortLite>,
+    sws: IdxVec<SwIdx, SwLite<'s>>,
+    /// The first end port owning each LID (indexed by LID).
+    lid_owner: Vec<OptIdx<PortIdx>>,
     any_enforcement: bool,
 }
 
@@ -518,22 +526,19 @@ fn flow_hash(flow_id: u64, src: Lid, dst: Lid) -> u64 {
 impl<'s> Tracer<'s> {
     /// Takes the snapshot.
     pub fn new(sim: &'s Sim) -> Tracer<'s> {
-        let mut nodes = Vec::with_capacity(sim.nodes.len());
-        let mut sws = Vec::new();
+        let mut nodes = IdxVec::new();
+        let mut sws = IdxVec::new();
         for (i, n) in sim.nodes.iter().enumerate() {
             let sw = match (&n.switch, n.kind) {
-                (Some(s), NodeKind::Switch) => {
-                    sws.push(SwLite {
-                        node: i as u32,
-                        top: s.info.linear_fdb_top.0,
-                        lft: &s.lft,
-                        sl2vl: &s.sl2vl,
-                        mft: &s.mft,
-                        mtop: s.info.multicast_fdb_top.0,
-                    });
-                    sws.len() as u32 - 1
-                }
-                _ => NONE,
+                (Some(s), NodeKind::Switch) => OptIdx::some(sws.push(SwLite {
+                    node: NodeIdx(i as u32),
+                    top: s.info.linear_fdb_top.0,
+                    lft: &s.lft,
+                    sl2vl: &s.sl2vl,
+                    mft: &s.mft,
+                    mtop: s.info.multicast_fdb_top.0,
+                })),
+                _ => OptIdx::NONE,
             };
             nodes.push(NodeLite {
                 guid: n.info.node_guid,
@@ -542,8 +547,8 @@ impl<'s> Tracer<'s> {
                 sw,
             });
         }
-        let mut ports = Vec::with_capacity(sim.ports.len());
-        let mut lid_owner = vec![NONE; Lid::MAX_UNICAST.0 as usize + 1];
+        let mut ports = IdxVec::new();
+        let mut lid_owner = vec![OptIdx::NONE; Lid::MAX_UNICAST.0 as usize + 1];
         let mut any_enforcement = false;
         for (i, p) in sim.ports.iter().enumerate() {
             let node = &sim.nodes[p.node.idx()];
@@ -563,8 +568,8 @@ impl<'s> Tracer<'s> {
                 | (enf_out as u8 * ENF_OUT)
                 | (end as u8 * END);
             let lite = PortLite {
-                node: p.node.0,
-                remote: p.remote.map_or(NONE, |r| r.0),
+                node: p.node,
+                remote: p.remote.into(),
                 lid: if end { info.lid.0 } else { 0 },
                 lmc: info.lmc.min(7),
                 num: p.num,
@@ -575,8 +580,8 @@ impl<'s> Tracer<'s> {
                 let first = lite.lid as usize;
                 let last = (first + (1usize << lite.lmc)).min(lid_owner.len());
                 for slot in lid_owner.iter_mut().take(last).skip(first) {
-                    if *slot == NONE {
-                        *slot = i as u32;
+                    if slot.is_none() {
+                        *slot = OptIdx::some(PortIdx(i as u32));
                     }
                 }
             }
@@ -594,20 +599,17 @@ impl<'s> Tracer<'s> {
 
     /// The end port owning `lid`, if any.
     pub fn owner(&self, lid: Lid) -> Option<PortIdx> {
-        match self.lid_owner.get(lid.0 as usize) {
-            Some(&p) if p != NONE => Some(PortIdx(p)),
-            _ => None,
-        }
+        self.lid_owner.get(lid.0 as usize)?.get()
     }
 
     // ---- Locations and small checks.
 
-    fn guid_of(&self, p: u32) -> Guid {
-        self.nodes[self.ports[p as usize].node as usize].guid
+    fn guid_of(&self, p: PortIdx) -> Guid {
+        self.nodes[self.ports[p].node].guid
     }
 
-    fn not_active(&self, p: u32) -> Dropped {
-        let sp = &self.sim.ports[p as usize];
+    fn not_active(&self, p: PortIdx) -> Dropped {
+        let sp = &self.sim.ports[p.idx()];
         let alive = self.sim.nodes[sp.node.idx()].alive;
         Dropped::PortNotActive {
             node: self.guid_of(p),
@@ -620,18 +622,18 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    fn pkey_drop(&self, p: u32, pkey: PKey, check: PKeyCheck) -> Dropped {
+    fn pkey_drop(&self, p: PortIdx, pkey: PKey, check: PKeyCheck) -> Dropped {
         Dropped::PKey {
             node: self.guid_of(p),
-            port: self.ports[p as usize].num,
+            port: self.ports[p].num,
             pkey,
             check,
         }
     }
 
-    fn membership(&self, p: u32, base: u16) -> Memb {
+    fn membership(&self, p: PortIdx, base: u16) -> Memb {
         let mut m = Memb::None;
-        for k in self.sim.ports[p as usize].pkeys() {
+        for k in self.sim.ports[p.idx()].pkeys() {
             if !k.is_invalid() && k.base() == base {
                 if k.is_full() {
                     return Memb::Full;
@@ -646,12 +648,12 @@ impl<'s> Tracer<'s> {
     /// Switch enforcement checks the partition only: a switch port's table is a copy of
     /// the end port's (OpenSM copies limited keys as they are), and limited members must
     /// still reach full members through it.
-    fn passes(&self, p: u32, key: PKey) -> bool {
+    fn passes(&self, p: PortIdx, key: PKey) -> bool {
         self.membership(p, key.base()) != Memb::None
     }
 
     /// The key a packet from `src` carries for `pkey`'s partition.
-    fn source_key(&self, src: u32, pkey: PKey) -> Result<PKey, Dropped> {
+    fn source_key(&self, src: PortIdx, pkey: PKey) -> Result<PKey, Dropped> {
         match self.membership(src, pkey.base()) {
             Memb::None => Err(self.pkey_drop(src, pkey, PKeyCheck::SourceLacks)),
             Memb::Limited => Ok(PKey(pkey.base())),
@@ -659,7 +661,7 @@ impl<'s> Tracer<'s> {
         }
     }
 
-    fn dest_check(&self, p: u32, key: PKey) -> Result<(), Dropped> {
+    fn dest_check(&self, p: PortIdx, key: PKey) -> Result<(), Dropped> {
         match self.membership(p, key.base()) {
             Memb::None => Err(self.pkey_drop(p, key, PKeyCheck::DestinationLacks)),
             Memb::Limited if !key.is_full() => Err(self.pkey_drop(p, key, PKeyCheck::BothLimited)),
@@ -669,21 +671,29 @@ impl<'s> Tracer<'s> {
 
     /// The link out of `out`: both ends ACTIVE. Returns the far end.
     #[inline]
-    fn link(&self, out: u32) -> Result<u32, Dropped> {
-        let p = &self.ports[out as usize];
-        if p.flags & UP == 0 || p.remote == NONE {
-            return Err(self.not_active(out));
+    fn link(&self, out: PortIdx) -> Result<PortIdx, Dropped> {
+        let p = &self.ports[out];
+        let remote = match p.remote.get() {
+            Some(r) if p.flags & UP != 0 => r,
+            _ => return Err(self.not_active(out)),
+        };
+        if self.ports[remote].flags & UP == 0 {
+            return Err(self.not_active(remote));
         }
-        if self.ports[p.remote as usize].flags & UP == 0 {
-            return Err(self.not_active(p.remote));
-        }
-        Ok(p.remote)
+        Ok(remote)
     }
 
     /// VL of the link from `out` to `next`.
     #[inline]
-    fn vl_ok(&self, in_port: u8, out: u32, next: u32, vl: u8, sl: u8) -> Result<(), Dropped> {
-        let op = &self.ports[out as usize];
+    fn vl_ok(
+        &self,
+        in_port: u8,
+        out: PortIdx,
+        next: PortIdx,
+        vl: u8,
+        sl: u8,
+    ) -> Result<(), Dropped> {
+        let op = &self.ports[out];
         if vl == 15 {
             return Err(Dropped::Vl15 {
                 node: self.guid_of(out),
@@ -693,7 +703,7 @@ impl<'s> Tracer<'s> {
             });
         }
         for p in [out, next] {
-            let lite = &self.ports[p as usize];
+            let lite = &self.ports[p];
             if vl >= lite.data_vls {
                 return Err(Dropped::VlNotOperational {
                     node: self.guid_of(p),
@@ -707,9 +717,9 @@ impl<'s> Tracer<'s> {
     }
 
     /// The first link of a packet a CA (or router) port sends: the far end and the VL.
-    fn first_link(&self, src: u32, sl: u8) -> Result<(u32, u8), Dropped> {
+    fn first_link(&self, src: PortIdx, sl: u8) -> Result<(PortIdx, u8), Dropped> {
         let next = self.link(src)?;
-        let vl = self.sim.ports[src as usize].sl2vl[(sl & 15) as usize];
+        let vl = self.sim.ports[src.idx()].sl2vl[(sl & 15) as usize];
         self.vl_ok(0, src, next, vl, sl)?;
         Ok((next, vl))
     }
@@ -721,7 +731,7 @@ impl<'s> Tracer<'s> {
             .iter()
             .enumerate()
             .map(|(i, s)| {
-                let node = &self.nodes[s.node as usize];
+                let node = &self.nodes[s.node];
                 let Some(a) = ar.get(i) else {
                     return ArSwitch::default();
                 };
@@ -732,9 +742,7 @@ impl<'s> Tracer<'s> {
                         g.iter()
                             .copied()
                             .filter(|&p| {
-                                p != 0
-                                    && p <= node.num_ports
-                                    && self.link(node.first_port + p as u32).is_ok()
+                                p != 0 && p <= node.num_ports && self.link(node.port(p)).is_ok()
                             })
                             .collect()
                     })
@@ -755,7 +763,7 @@ impl<'s> Tracer<'s> {
         if group.is_empty() {
             return None;
         }
-        let guid = self.nodes[s.node as usize].guid;
+        let guid = self.nodes[s.node].guid;
         group
             .get((mix(h ^ guid.0) % group.len() as u64) as usize)
             .copied()
@@ -765,22 +773,22 @@ impl<'s> Tracer<'s> {
     #[inline]
     fn at_switch(
         &self,
-        s: u32,
+        s: SwIdx,
         in_port: u8,
         pkt: &Pkt,
         ar: Option<(&ArSwitch<'_>, u64)>,
     ) -> Result<Fwd, Dropped> {
-        let sw = &self.sws[s as usize];
-        let node = &self.nodes[sw.node as usize];
-        let first = node.first_port;
+        let sw = &self.sws[s];
+        let node = &self.nodes[sw.node];
         if in_port != 0 {
-            let ip = first + in_port as u32;
-            if self.ports[ip as usize].flags & ENF_IN != 0 && !self.passes(ip, pkt.key) {
+            let ip = node.port(in_port);
+            if self.ports[ip].flags & ENF_IN != 0 && !self.passes(ip, pkt.key) {
                 return Err(self.pkey_drop(ip, pkt.key, PKeyCheck::SwitchInbound));
             }
         }
-        if self.ports[first as usize].owns(pkt.dlid) {
-            return Ok(Fwd::Deliver(first));
+        let own = node.port(0);
+        if self.ports[own].owns(pkt.dlid) {
+            return Ok(Fwd::Deliver(own));
         }
         let no_route = || Dropped::NoRoute {
             node: node.guid,
@@ -799,9 +807,9 @@ impl<'s> Tracer<'s> {
                 port = p;
             }
         }
-        let out = first + port as u32;
+        let out = node.port(port);
         let next = self.link(out)?;
-        if self.ports[out as usize].flags & ENF_OUT != 0 && !self.passes(out, pkt.key) {
+        if self.ports[out].flags & ENF_OUT != 0 && !self.passes(out, pkt.key) {
             return Err(self.pkey_drop(out, pkt.key, PKeyCheck::SwitchOutbound));
         }
         let vl = sw.vl(node.num_ports, in_port, port, pkt.sl);
@@ -809,10 +817,10 @@ impl<'s> Tracer<'s> {
         Ok(Fwd::Out { out, next, vl })
     }
 
-    fn wrong_lid(&self, p: u32, dlid: u16) -> Dropped {
+    fn wrong_lid(&self, p: PortIdx, dlid: u16) -> Dropped {
         Dropped::WrongLid {
             node: self.guid_of(p),
-            port: self.ports[p as usize].num,
+            port: self.ports[p].num,
             lid: Lid(dlid),
         }
     }
@@ -821,17 +829,17 @@ impl<'s> Tracer<'s> {
     /// carried.
     fn walk<S: Sink>(
         &self,
-        src: u32,
+        src: PortIdx,
         dlid: Lid,
         sl: u8,
         pkey: PKey,
         ar: Option<(&[ArSwitch<'_>], u64)>,
         sink: &mut S,
-    ) -> Result<(u32, PKey), Dropped> {
+    ) -> Result<(PortIdx, PKey), Dropped> {
         if !dlid.is_unicast() {
             return Err(Dropped::BadDestination { lid: dlid });
         }
-        let sp = self.ports[src as usize];
+        let sp = self.ports[src];
         if sp.flags & UP == 0 {
             return Err(self.not_active(src));
         }
@@ -846,41 +854,40 @@ impl<'s> Tracer<'s> {
             return Ok((src, key));
         }
         let hash = ar.map(|(_, h)| h);
-        let mut visited = [NONE; MAX_HOPS as usize + 2];
+        let mut visited = [OptIdx::<SwIdx>::NONE; MAX_HOPS as usize + 2];
         let mut seen = 0usize;
         let mut links = 0u32;
-        let src_sw = self.nodes[sp.node as usize].sw;
-        let (mut sw, mut in_port) = if src_sw != NONE {
-            (src_sw, 0u8)
-        } else {
-            let (next, vl) = self.first_link(src, sl)?;
-            sink.hop(sp.node, 0, src, vl);
-            links = 1;
-            let np = self.ports[next as usize];
-            let nsw = self.nodes[np.node as usize].sw;
-            if nsw == NONE {
-                if !np.owns(dlid.0) {
-                    return Err(self.wrong_lid(next, dlid.0));
-                }
-                self.dest_check(next, key)?;
-                return Ok((next, key));
+        let (mut sw, mut in_port) = match self.nodes[sp.node].sw.get() {
+            Some(s) => (s, 0u8),
+            None => {
+                let (next, vl) = self.first_link(src, sl)?;
+                sink.hop(sp.node, 0, src, vl);
+                links = 1;
+                let np = self.ports[next];
+                let Some(nsw) = self.nodes[np.node].sw.get() else {
+                    if !np.owns(dlid.0) {
+                        return Err(self.wrong_lid(next, dlid.0));
+                    }
+                    self.dest_check(next, key)?;
+                    return Ok((next, key));
+                };
+                (nsw, np.num)
             }
-            (nsw, np.num)
         };
         loop {
-            let node = self.sws[sw as usize].node;
-            if visited[..seen].contains(&sw) {
+            let node = self.sws[sw].node;
+            if visited[..seen].contains(&OptIdx::some(sw)) {
                 return Err(Dropped::Loop {
-                    node: self.nodes[node as usize].guid,
+                    node: self.nodes[node].guid,
                     hops: links,
                 });
             }
             if let Some(slot) = visited.get_mut(seen) {
-                *slot = sw;
+                *slot = OptIdx::some(sw);
                 seen += 1;
             }
             let hints = match (ar, hash) {
-                (Some((a, _)), Some(h)) => a.get(sw as usize).map(|x| (x, h)),
+                (Some((a, _)), Some(h)) => a.get(sw.idx()).map(|x| (x, h)),
                 _ => None,
             };
             match self.at_switch(sw, in_port, &pkt, hints)? {
@@ -891,21 +898,20 @@ impl<'s> Tracer<'s> {
                 Fwd::Out { out, next, vl } => {
                     sink.hop(node, in_port, out, vl);
                     links += 1;
-                    let np = self.ports[next as usize];
+                    let np = self.ports[next];
                     if links > MAX_HOPS {
                         return Err(Dropped::Loop {
-                            node: self.nodes[np.node as usize].guid,
+                            node: self.nodes[np.node].guid,
                             hops: links,
                         });
                     }
-                    let nsw = self.nodes[np.node as usize].sw;
-                    if nsw == NONE {
+                    let Some(nsw) = self.nodes[np.node].sw.get() else {
                         if !np.owns(dlid.0) {
                             return Err(self.wrong_lid(next, dlid.0));
                         }
                         self.dest_check(next, key)?;
                         return Ok((next, key));
-                    }
+                    };
                     sw = nsw;
                     in_port = np.num;
                 }
@@ -915,7 +921,7 @@ impl<'s> Tracer<'s> {
 
     fn path_from(
         &self,
-        src: u32,
+        src: PortIdx,
         dlid: Lid,
         sl: Sl,
         pkey: PKey,
@@ -929,7 +935,7 @@ impl<'s> Tracer<'s> {
         Ok(Path {
             hops: rec.hops,
             dest_node: self.guid_of(dest),
-            dest_port: self.ports[dest as usize].num,
+            dest_port: self.ports[dest].num,
             pkey: key,
         })
     }
@@ -939,7 +945,7 @@ impl<'s> Tracer<'s> {
         let src = self
             .owner(src_lid)
             .ok_or(Dropped::UnknownSource { lid: src_lid })?;
-        self.path_from(src.0, dst_lid, sl, pkey, None)
+        self.path_from(src, dst_lid, sl, pkey, None)
     }
 
     /// Traces one flow with adaptive-routing hints (see the module documentation).
@@ -957,15 +963,15 @@ impl<'s> Tracer<'s> {
             .ok_or(Dropped::UnknownSource { lid: src_lid })?;
         let h = flow_hash(flow_id, src_lid, dst_lid);
         let view = self.ar_view(ar);
-        self.path_from(src.0, dst_lid, sl, pkey, Some((&view, h)))
+        self.path_from(src, dst_lid, sl, pkey, Some((&view, h)))
     }
 
     // ---- All pairs.
 
     /// Valid P_Keys of a port, one per partition with its best membership, table order.
-    fn compact_keys(&self, p: u32, out: &mut Vec<PKey>) {
+    fn compact_keys(&self, p: PortIdx, out: &mut Vec<PKey>) {
         out.clear();
-        for k in self.sim.ports[p as usize].pkeys() {
+        for k in self.sim.ports[p.idx()].pkeys() {
             if k.is_invalid() {
                 continue;
             }
@@ -1009,13 +1015,13 @@ impl<'s> Tracer<'s> {
         let sl = opts.sl.0 & 15;
         let view = ar.map(|a| self.ar_view(a));
         let ar = view.as_deref();
-        let ca_ports: Vec<u32> = self
+        let ca_ports: Vec<PortIdx> = self
             .sim
             .ports
             .iter()
             .enumerate()
             .filter(|(_, p)| p.exists && self.sim.nodes[p.node.idx()].kind == NodeKind::Ca)
-            .map(|(i, _)| i as u32)
+            .map(|(i, _)| PortIdx(i as u32))
             .collect();
         // Per-port compact key lists (flat).
         let mut key_off = Vec::with_capacity(ca_ports.len() + 1);
@@ -1031,7 +1037,7 @@ impl<'s> Tracer<'s> {
         let srcs: Vec<Src> = ca_ports
             .iter()
             .map(|&p| {
-                let lite = &self.ports[p as usize];
+                let lite = &self.ports[p];
                 let fixed = match opts.pkey {
                     PKeyChoice::Fixed(k) => self.source_key(p, k).ok(),
                     PKeyChoice::BestShared => None,
@@ -1048,9 +1054,10 @@ impl<'s> Tracer<'s> {
                 }
             })
             .collect();
-        let mut dests: Vec<(u32, u32, u16)> = Vec::new(); // (ca index, port, lid)
+        // (position in `ca_ports`, LID)
+        let mut dests: Vec<(u32, u16)> = Vec::new();
         for (ci, &p) in ca_ports.iter().enumerate() {
-            let lite = &self.ports[p as usize];
+            let lite = &self.ports[p];
             if lite.lid == 0 {
                 continue;
             }
@@ -1062,7 +1069,7 @@ impl<'s> Tracer<'s> {
             for i in 0..n {
                 let lid = lite.lid as u32 + i;
                 if lid <= Lid::MAX_UNICAST.0 as u32 {
-                    dests.push((ci as u32, p, lid as u16));
+                    dests.push((ci as u32, lid as u16));
                 }
             }
         }
@@ -1082,7 +1089,7 @@ impl<'s> Tracer<'s> {
             .enumerate()
             .fold(
                 || Acc::new(if walk_each { nports } else { 0 }),
-                |mut acc, (di, &(dci, _, lid))| {
+                |mut acc, (di, &(dci, lid))| {
                     self.one_dest(&ctx, di as u32, dci as usize, lid, &mut acc);
                     acc
                 },
@@ -1098,7 +1105,7 @@ impl<'s> Tracer<'s> {
             .iter()
             .map(|&(di, si, key)| {
                 let s = &srcs[si as usize];
-                let dlid = Lid(dests[di as usize].2);
+                let dlid = Lid(dests[di as usize].1);
                 let src_lid = Lid(s.lid);
                 let why = if s.lid == 0 {
                     Dropped::UnknownSource { lid: src_lid }
@@ -1113,7 +1120,7 @@ impl<'s> Tracer<'s> {
                     }
                 };
                 Failure {
-                    src_guid: self.sim.ports[s.port as usize].guid,
+                    src_guid: self.sim.ports[s.port.idx()].guid,
                     src_lid,
                     dst_lid: dlid,
                     pkey: key,
@@ -1151,13 +1158,13 @@ impl<'s> Tracer<'s> {
                     .ar
                     .map(|a| (a, flow_hash(ctx.opts.flow_id, Lid(s.lid), Lid(dlid))));
                 let mut outs = OutPorts {
-                    ports: [0; MAX_HOPS as usize + 1],
+                    ports: [PortIdx(0); MAX_HOPS as usize + 1],
                     n: 0,
                 };
                 match self.walk(s.port, Lid(dlid), ctx.sl, key, hints, &mut outs) {
                     Ok(_) => {
                         for &p in &outs.ports[..outs.n] {
-                            if let Some(c) = acc.load.get_mut(p as usize) {
+                            if let Some(c) = acc.load.get_mut(p.idx()) {
                                 *c += 1;
                             }
                         }
@@ -1198,28 +1205,15 @@ impl<'s> Tracer<'s> {
         // link, first switch, the memoised rest.
         let key = self.source_key(s.port, key).map_err(|d| d.reason())?;
         let pkt = Pkt { dlid, sl, key };
-        if self.ports[s.port as usize].owns(dlid) {
+        if self.ports[s.port].owns(dlid) {
             return self
                 .dest_check(s.port, key)
                 .map(|_| 0)
                 .map_err(|d| d.reason());
         }
         let next = s.first?;
-        let np = self.ports[next as usize];
-        let nsw = self.nodes[np.node as usize].sw;
-        let out = if nsw == NONE {
-            if np.owns(dlid) {
-                Outcome {
-                    end: End::Reached(next),
-                    links: 1,
-                }
-            } else {
-                Outcome {
-                    end: End::Drop(DropReason::WrongLid),
-                    links: 1,
-                }
-            }
-        } else {
+        let np = self.ports[next];
+        let out = if let Some(nsw) = self.nodes[np.node].sw.get() {
             match self.at_switch(nsw, np.num, &pkt, None) {
                 Err(d) => Outcome {
                     end: End::Drop(d.reason()),
@@ -1239,6 +1233,18 @@ impl<'s> Tracer<'s> {
                     }
                 }
             }
+        } else {
+            if np.owns(dlid) {
+                Outcome {
+                    end: End::Reached(next),
+                    links: 1,
+                }
+            } else {
+                Outcome {
+                    end: End::Drop(DropReason::WrongLid),
+                    links: 1,
+                }
+            }
         };
         if out.links > MAX_HOPS {
             return Err(DropReason::Loop);
@@ -1254,37 +1260,36 @@ impl<'s> Tracer<'s> {
 
     /// The fate of a packet that left switch `u` (entered, checked and forwarded) towards
     /// port `next`, memoised per switch in `acc.memos[v]`.
-    fn after(&self, u: u32, next: u32, pkt: &Pkt, acc: &mut Acc, v: usize) -> Outcome {
+    fn after(&self, u: SwIdx, next: PortIdx, pkt: &Pkt, acc: &mut Acc, v: usize) -> Outcome {
         let Acc { memos, stack, .. } = acc;
         let memo = &mut memos[v];
-        if let Memo::Done(o) = memo[u as usize] {
+        if let Memo::Done(o) = memo[u] {
             return o;
         }
         stack.clear();
         stack.push(u);
-        memo[u as usize] = Memo::Busy;
+        memo[u] = Memo::Busy;
         let mut cur_next = next;
         let (end, rel) = loop {
-            let np = self.ports[cur_next as usize];
-            let vsw = self.nodes[np.node as usize].sw;
-            if vsw == NONE {
+            let np = self.ports[cur_next];
+            let Some(vsw) = self.nodes[np.node].sw.get() else {
                 let end = if np.owns(pkt.dlid) {
                     End::Reached(cur_next)
                 } else {
                     End::Drop(DropReason::WrongLid)
                 };
                 break (end, 1);
-            }
-            if memo[vsw as usize] == Memo::Busy {
+            };
+            if memo[vsw] == Memo::Busy {
                 break (End::Drop(DropReason::Loop), 1);
             }
             match self.at_switch(vsw, np.num, pkt, None) {
                 Err(d) => break (End::Drop(d.reason()), 1),
                 Ok(Fwd::Deliver(p0)) => break (End::Reached(p0), 1),
-                Ok(Fwd::Out { next: n2, .. }) => match memo[vsw as usize] {
+                Ok(Fwd::Out { next: n2, .. }) => match memo[vsw] {
                     Memo::Done(o) => break (o.end, 1u32.saturating_add(o.links)),
                     _ => {
-                        memo[vsw as usize] = Memo::Busy;
+                        memo[vsw] = Memo::Busy;
                         stack.push(vsw);
                         cur_next = n2;
                     }
@@ -1293,12 +1298,12 @@ impl<'s> Tracer<'s> {
         };
         let len = stack.len() as u32;
         for (k, &s) in stack.iter().enumerate() {
-            memo[s as usize] = Memo::Done(Outcome {
+            memo[s] = Memo::Done(Outcome {
                 end,
                 links: rel.saturating_add(len - 1 - k as u32),
             });
         }
-        match memo[u as usize] {
+        match memo[u] {
             Memo::Done(o) => o,
             _ => Outcome {
                 end: End::Drop(DropReason::Loop),
@@ -1313,12 +1318,11 @@ impl<'s> Tracer<'s> {
     pub fn trace_multicast(&self, src_lid: Lid, mlid: Lid) -> Result<Multicast, Dropped> {
         let src = self
             .owner(src_lid)
-            .ok_or(Dropped::UnknownSource { lid: src_lid })?
-            .0;
+            .ok_or(Dropped::UnknownSource { lid: src_lid })?;
         if !mlid.is_multicast() {
             return Err(Dropped::BadDestination { lid: mlid });
         }
-        let sp = self.ports[src as usize];
+        let sp = self.ports[src];
         if sp.flags & UP == 0 {
             return Err(self.not_active(src));
         }
@@ -1328,27 +1332,25 @@ impl<'s> Tracer<'s> {
             drops: Vec::new(),
             links: 0,
         };
-        let mut queue: std::collections::VecDeque<(u32, u8)> = Default::default();
-        let src_sw = self.nodes[sp.node as usize].sw;
-        if src_sw != NONE {
-            queue.push_back((src_sw, 0));
-        } else {
-            let next = self.link(src)?;
-            out.links = 1;
-            let np = self.ports[next as usize];
-            let nsw = self.nodes[np.node as usize].sw;
-            if nsw == NONE {
-                out.reached.push(PortIdx(next));
-            } else {
-                queue.push_back((nsw, np.num));
+        let mut queue: std::collections::VecDeque<(SwIdx, u8)> = Default::default();
+        match self.nodes[sp.node].sw.get() {
+            Some(s) => queue.push_back((s, 0)),
+            None => {
+                let next = self.link(src)?;
+                out.links = 1;
+                let np = self.ports[next];
+                match self.nodes[np.node].sw.get() {
+                    Some(nsw) => queue.push_back((nsw, np.num)),
+                    None => out.reached.push(next),
+                }
             }
         }
-        let mut visited = vec![false; self.sws.len()];
+        let mut visited = IdxVec::filled(false, self.sws.len());
         let off = (mlid.0 - Lid::MIN_MULTICAST.0) as usize;
         while let Some((s, in_port)) = queue.pop_front() {
-            let sw = &self.sws[s as usize];
-            let node = &self.nodes[sw.node as usize];
-            if std::mem::replace(&mut visited[s as usize], true) {
+            let sw = &self.sws[s];
+            let node = &self.nodes[sw.node];
+            if std::mem::replace(&mut visited[s], true) {
                 out.drops.push(Dropped::Loop {
                     node: node.guid,
                     hops: out.links,
@@ -1381,21 +1383,19 @@ impl<'s> Tracer<'s> {
                 if p == in_port {
                     continue;
                 }
-                let pi = node.first_port + p as u32;
+                let pi = node.port(p);
                 if p == 0 {
-                    out.reached.push(PortIdx(pi));
+                    out.reached.push(pi);
                     continue;
                 }
                 match self.link(pi) {
                     Err(d) => out.drops.push(d),
                     Ok(next) => {
                         out.links += 1;
-                        let np = self.ports[next as usize];
-                        let nsw = self.nodes[np.node as usize].sw;
-                        if nsw == NONE {
-                            out.reached.push(PortIdx(next));
-                        } else {
-                            queue.push_back((nsw, np.num));
+                        let np = self.ports[next];
+                        match self.nodes[np.node].sw.get() {
+                            Some(nsw) => queue.push_back((nsw, np.num)),
+                            None => out.reached.push(next),
                         }
                     }
                 }
@@ -1416,7 +1416,7 @@ impl<'s> Tracer<'s> {
 
     /// The switch node of a dense switch index (the order of `sm_routing::Topo::switches`).
     pub fn switch_node(&self, i: usize) -> Option<NodeIdx> {
-        self.sws.get(i).map(|s| NodeIdx(s.node))
+        self.sws.as_slice().get(i).map(|s| s.node)
     }
 }
 
@@ -1430,11 +1430,11 @@ struct ArSwitch<'a> {
 /// A source port, precomputed.
 #[derive(Debug, Clone, Copy)]
 struct Src {
-    port: u32,
+    port: PortIdx,
     lid: u16,
     up: bool,
     /// The far end of the first link, or why the first link fails.
-    first: Result<u32, DropReason>,
+    first: Result<PortIdx, DropReason>,
     /// The fixed key as the source sends it (`None`: lacks it; the walk reports that).
     fixed: Option<PKey>,
 }
@@ -1462,7 +1462,7 @@ impl Ctx<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
     /// Arrived at this port, which owns the LID: only the destination's P_Key check is left.
-    Reached(u32),
+    Reached(PortIdx),
     Drop(DropReason),
 }
 
@@ -1486,12 +1486,13 @@ struct Acc {
     hops: Vec<u64>,
     /// (destination index, source index, key tried), the first ones of this piece.
     failures: Vec<(u32, u32, PKey)>,
+    /// Flows out of each port slot (the public `link_flows`).
     load: Vec<u64>,
     /// Memo tables per packet key (one when no switch enforces partitions).
-    memos: Vec<Vec<Memo>>,
+    memos: Vec<IdxVec<SwIdx, Memo>>,
     memo_keys: Vec<u16>,
     variants_used: usize,
-    stack: Vec<u32>,
+    stack: Vec<SwIdx>,
 }
 
 impl Acc {
@@ -1519,7 +1520,7 @@ impl Acc {
         }
         let i = self.variants_used;
         if i == self.memos.len() {
-            self.memos.push(vec![Memo::Unknown; switches]);
+            self.memos.push(IdxVec::filled(Memo::Unknown, switches));
             self.memo_keys.push(key);
         } else {
             self.memos[i].clear();

@@ -18,21 +18,28 @@ use super::*;
 use crate::Options;
 
 impl GraphBase for Cdg<'_> {
-    type NodeId = u32;
-    type EdgeId = (u32, u32);
+    type NodeId = ChanIdx;
+    type EdgeId = (ChanIdx, ChanIdx);
+}
+
+/// Every channel, in order.
+type Channels = std::iter::Map<std::ops::Range<u32>, fn(u32) -> ChanIdx>;
+
+fn channels(m: usize) -> Channels {
+    (0..m as u32).map(ChanIdx as fn(u32) -> ChanIdx)
 }
 
 /// The successors of one channel, in port order.
 pub(super) struct Succs<'g, 'w> {
     g: &'g Cdg<'w>,
-    c: u32,
+    c: ChanIdx,
     from: u16,
 }
 
 impl Iterator for Succs<'_, '_> {
-    type Item = u32;
+    type Item = ChanIdx;
 
-    fn next(&mut self) -> Option<u32> {
+    fn next(&mut self) -> Option<ChanIdx> {
         let (p, s) = self.g.next_succ(self.c, self.from)?;
         self.from = p + 1;
         Some(s)
@@ -42,7 +49,7 @@ impl Iterator for Succs<'_, '_> {
 impl<'g, 'w> IntoNeighbors for &'g Cdg<'w> {
     type Neighbors = Succs<'g, 'w>;
 
-    fn neighbors(self, c: u32) -> Succs<'g, 'w> {
+    fn neighbors(self, c: ChanIdx) -> Succs<'g, 'w> {
         Succs {
             g: self,
             c,
@@ -52,10 +59,10 @@ impl<'g, 'w> IntoNeighbors for &'g Cdg<'w> {
 }
 
 impl IntoNodeIdentifiers for &Cdg<'_> {
-    type NodeIdentifiers = std::ops::Range<u32>;
+    type NodeIdentifiers = Channels;
 
-    fn node_identifiers(self) -> std::ops::Range<u32> {
-        0..self.len() as u32
+    fn node_identifiers(self) -> Channels {
+        channels(self.len())
     }
 }
 
@@ -64,29 +71,29 @@ impl NodeIndexable for Cdg<'_> {
         self.len()
     }
 
-    fn to_index(&self, c: u32) -> usize {
-        c as usize
+    fn to_index(&self, c: ChanIdx) -> usize {
+        c.idx()
     }
 
-    fn from_index(&self, i: usize) -> u32 {
-        i as u32
+    fn from_index(&self, i: usize) -> ChanIdx {
+        ChanIdx(i as u32)
     }
 }
 
 /// Visited channels, one flag each.
 pub(super) struct Seen(Vec<bool>);
 
-impl VisitMap<u32> for Seen {
-    fn visit(&mut self, c: u32) -> bool {
-        !std::mem::replace(&mut self.0[c as usize], true)
+impl VisitMap<ChanIdx> for Seen {
+    fn visit(&mut self, c: ChanIdx) -> bool {
+        !std::mem::replace(&mut self.0[c.idx()], true)
     }
 
-    fn is_visited(&self, c: &u32) -> bool {
-        self.0[*c as usize]
+    fn is_visited(&self, c: &ChanIdx) -> bool {
+        self.0[c.idx()]
     }
 
-    fn unvisit(&mut self, c: u32) -> bool {
-        std::mem::replace(&mut self.0[c as usize], false)
+    fn unvisit(&mut self, c: ChanIdx) -> bool {
+        std::mem::replace(&mut self.0[c.idx()], false)
     }
 }
 
@@ -95,27 +102,27 @@ impl VisitMap<u32> for Seen {
 pub(super) struct TwoWay<'g, 'w> {
     g: &'g Cdg<'w>,
     off: Vec<u32>,
-    pred: Vec<u32>,
+    pred: Vec<ChanIdx>,
 }
 
 impl<'g, 'w> TwoWay<'g, 'w> {
     fn new(g: &'g Cdg<'w>) -> Self {
         let m = g.len();
         let mut off = vec![0u32; m + 1];
-        for c in 0..m as u32 {
+        for c in channels(m) {
             for s in g.neighbors(c) {
-                off[s as usize + 1] += 1;
+                off[s.idx() + 1] += 1;
             }
         }
         for i in 0..m {
             off[i + 1] += off[i];
         }
         let mut next = off.clone();
-        let mut pred = vec![0u32; off[m] as usize];
-        for c in 0..m as u32 {
+        let mut pred = vec![ChanIdx(0); off[m] as usize];
+        for c in channels(m) {
             for s in g.neighbors(c) {
-                pred[next[s as usize] as usize] = c;
-                next[s as usize] += 1;
+                pred[next[s.idx()] as usize] = c;
+                next[s.idx()] += 1;
             }
         }
         TwoWay { g, off, pred }
@@ -123,8 +130,8 @@ impl<'g, 'w> TwoWay<'g, 'w> {
 }
 
 impl GraphBase for TwoWay<'_, '_> {
-    type NodeId = u32;
-    type EdgeId = (u32, u32);
+    type NodeId = ChanIdx;
+    type EdgeId = (ChanIdx, ChanIdx);
 }
 
 impl Visitable for TwoWay<'_, '_> {
@@ -142,7 +149,7 @@ impl Visitable for TwoWay<'_, '_> {
 impl<'g, 'w> IntoNeighbors for &TwoWay<'g, 'w> {
     type Neighbors = Succs<'g, 'w>;
 
-    fn neighbors(self, c: u32) -> Succs<'g, 'w> {
+    fn neighbors(self, c: ChanIdx) -> Succs<'g, 'w> {
         self.g.neighbors(c)
     }
 }
@@ -150,13 +157,13 @@ impl<'g, 'w> IntoNeighbors for &TwoWay<'g, 'w> {
 /// Successors or predecessors.
 pub(super) enum Either<'g, 'w, 'p> {
     Out(Succs<'g, 'w>),
-    In(std::iter::Copied<std::slice::Iter<'p, u32>>),
+    In(std::iter::Copied<std::slice::Iter<'p, ChanIdx>>),
 }
 
 impl Iterator for Either<'_, '_, '_> {
-    type Item = u32;
+    type Item = ChanIdx;
 
-    fn next(&mut self) -> Option<u32> {
+    fn next(&mut self) -> Option<ChanIdx> {
         match self {
             Either::Out(s) => s.next(),
             Either::In(p) => p.next(),
@@ -167,11 +174,11 @@ impl Iterator for Either<'_, '_, '_> {
 impl<'p, 'g, 'w> IntoNeighborsDirected for &'p TwoWay<'g, 'w> {
     type NeighborsDirected = Either<'g, 'w, 'p>;
 
-    fn neighbors_directed(self, c: u32, d: petgraph::Direction) -> Either<'g, 'w, 'p> {
+    fn neighbors_directed(self, c: ChanIdx, d: petgraph::Direction) -> Either<'g, 'w, 'p> {
         match d {
             petgraph::Direction::Outgoing => Either::Out(self.g.neighbors(c)),
             petgraph::Direction::Incoming => {
-                let (a, b) = (self.off[c as usize], self.off[c as usize + 1]);
+                let (a, b) = (self.off[c.idx()], self.off[c.idx() + 1]);
                 Either::In(self.pred[a as usize..b as usize].iter().copied())
             }
         }
@@ -179,50 +186,50 @@ impl<'p, 'g, 'w> IntoNeighborsDirected for &'p TwoWay<'g, 'w> {
 }
 
 impl IntoNodeIdentifiers for &TwoWay<'_, '_> {
-    type NodeIdentifiers = std::ops::Range<u32>;
+    type NodeIdentifiers = Channels;
 
-    fn node_identifiers(self) -> std::ops::Range<u32> {
-        0..self.g.len() as u32
+    fn node_identifiers(self) -> Channels {
+        channels(self.g.len())
     }
 }
 
 /// A partition into components as sorted channel lists, leaving out channels without any
 /// dependency (which our search never visits).
-fn normal(g: &Cdg<'_>, comps: impl IntoIterator<Item = Vec<u32>>) -> Vec<Vec<u32>> {
+fn normal(g: &Cdg<'_>, comps: impl IntoIterator<Item = Vec<ChanIdx>>) -> Vec<Vec<ChanIdx>> {
     let m = g.len();
     let mut linked = vec![false; m];
-    for c in 0..m as u32 {
+    for c in channels(m) {
         for s in g.neighbors(c) {
-            linked[c as usize] = true;
-            linked[s as usize] = true;
+            linked[c.idx()] = true;
+            linked[s.idx()] = true;
         }
     }
-    let mut out: Vec<Vec<u32>> = comps
+    let mut out: Vec<Vec<ChanIdx>> = comps
         .into_iter()
         .map(|mut v| {
             v.sort_unstable();
             v
         })
-        .filter(|v| v.iter().any(|&c| linked[c as usize]))
+        .filter(|v| v.iter().any(|&c| linked[c.idx()]))
         .collect();
     out.sort();
     out
 }
 
-fn ours(g: &Cdg<'_>) -> (Vec<Vec<u32>>, Sccs) {
+fn ours(g: &Cdg<'_>) -> (Vec<Vec<ChanIdx>>, Sccs) {
     let sccs = g.sccs();
-    let mut comps: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
-    for (c, &k) in sccs.comp.iter().enumerate() {
-        if k != NONE {
-            comps.entry(k).or_default().push(c as u32);
+    let mut comps: std::collections::BTreeMap<u32, Vec<ChanIdx>> = Default::default();
+    for (c, &k) in sccs.comp.iter_enumerated() {
+        if k != NO_COMP {
+            comps.entry(k).or_default().push(c);
         }
     }
     (normal(g, comps.into_values()), sccs)
 }
 
 /// (cyclic components, largest of them, lowest channel of any of them).
-fn cyclic_summary(g: &Cdg<'_>, comps: &[Vec<u32>]) -> (u64, u64, Option<u32>) {
-    let cyclic: Vec<&Vec<u32>> = comps
+fn cyclic_summary(g: &Cdg<'_>, comps: &[Vec<ChanIdx>]) -> (u64, u64, Option<ChanIdx>) {
+    let cyclic: Vec<&Vec<ChanIdx>> = comps
         .iter()
         .filter(|v| v.len() > 1 || g.succ_contains(v[0], v[0]))
         .collect();
@@ -333,20 +340,20 @@ proptest! {
 fn dfs_depth(g: &Cdg<'_>) -> usize {
     let m = g.len();
     let mut seen = vec![false; m];
-    let mut path: Vec<(u32, u16)> = Vec::new();
+    let mut path: Vec<(ChanIdx, u16)> = Vec::new();
     let mut deepest = 0;
-    for root in 0..m as u32 {
-        if seen[root as usize] {
+    for root in channels(m) {
+        if seen[root.idx()] {
             continue;
         }
-        seen[root as usize] = true;
+        seen[root.idx()] = true;
         path.push((root, 0));
         while let Some(&mut (v, ref mut from)) = path.last_mut() {
             match g.next_succ(v, *from) {
                 Some((p, s)) => {
                     *from = p + 1;
-                    if !seen[s as usize] {
-                        seen[s as usize] = true;
+                    if !seen[s.idx()] {
+                        seen[s.idx()] = true;
                         path.push((s, 0));
                         deepest = deepest.max(path.len());
                     }
@@ -407,12 +414,12 @@ fn time_sccs(name: &str, g: &Cdg<'_>) {
     check_against_petgraph(g);
     let ours = best(5, || g.sccs());
     let tarjan = best(5, || {
-        let mut comp = vec![NONE; g.len()];
+        let mut comp = vec![NO_COMP; g.len()];
         let mut n = 0;
         let mut cyclic = Vec::new();
         TarjanScc::new().run(g, |scc| {
             for &c in scc {
-                comp[c as usize] = n;
+                comp[c.idx()] = n;
             }
             n += 1;
             if scc.len() > 1 || g.succ_contains(scc[0], scc[0]) {
@@ -423,13 +430,13 @@ fn time_sccs(name: &str, g: &Cdg<'_>) {
     });
     let kosaraju = best(5, || {
         let comps = kosaraju_scc(&TwoWay::new(g));
-        let mut comp = vec![NONE; g.len()];
+        let mut comp = vec![NO_COMP; g.len()];
         for (i, v) in comps.iter().enumerate() {
             for &c in v {
-                comp[c as usize] = i as u32;
+                comp[c.idx()] = i as u32;
             }
         }
-        let cyclic: Vec<(usize, Option<u32>)> = comps
+        let cyclic: Vec<(usize, Option<ChanIdx>)> = comps
             .iter()
             .filter(|v| v.len() > 1 || g.succ_contains(v[0], v[0]))
             .map(|v| (v.len(), v.iter().min().copied()))
