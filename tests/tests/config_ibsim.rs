@@ -101,7 +101,8 @@ fn port_guid_picks_the_umad_port() {
     .unwrap();
     assert!(
         out.status.success(),
-        "{}",
+        "{:?} {}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
 }

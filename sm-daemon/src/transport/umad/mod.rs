@@ -227,6 +227,30 @@ pub struct Device {
     buf: Vec<u8>,
 }
 
+/// How long a closing device waits for the fabric to fall quiet, and at most.
+const CLOSE_QUIET_MS: i32 = 10;
+const CLOSE_DRAIN_MS: u128 = 100;
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // IsSM goes first; what is still on its way (answers, the trap that reports the
+        // capability change) is read and dropped while the agents are registered: under
+        // the libumad2sim shim a MAD that arrives for a closed device crashes the process.
+        drop(self._issm.take());
+        let start = std::time::Instant::now();
+        while start.elapsed().as_millis() < CLOSE_DRAIN_MS {
+            match self.file.wait_readable(CLOSE_QUIET_MS) {
+                Ok(true) => {
+                    while let Ok(io::Got::Message(_) | io::Got::Skipped) =
+                        io::read_one(&self.file, self.hdr_len, &mut self.buf)
+                    {}
+                }
+                Ok(false) | Err(_) => break,
+            }
+        }
+    }
+}
+
 impl Device {
     /// Opens `port`'s umad device, registers the agents and takes IsSM.
     pub fn open(port: PortDesc, opts: Options) -> Result<Device, UmadError> {
