@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid};
 
-use crate::idx::IdxVec;
+use crate::idx::{IdxVec, OptIdx};
 
 /// The GUID of a CA or router port not reached yet (see [`Fabric::set_port_guid`]).
 pub const UNKNOWN_GUID: Guid = Guid(0);
@@ -371,10 +371,35 @@ impl Fabric {
         &self,
         order: &[NodeIdx],
     ) -> (Fabric, IdxVec<NodeIdx, NodeIdx>, IdxVec<PortIdx, PortIdx>) {
-        let mut node_map: IdxVec<NodeIdx, NodeIdx> = IdxVec::filled(NodeIdx(0), self.nodes.len());
-        let mut port_map: IdxVec<PortIdx, PortIdx> = IdxVec::filled(PortIdx(0), self.ports.len());
+        let (out, node_map, port_map) = self.laid_out(order);
+        let nodes = node_map
+            .iter()
+            .map(|n| n.get().unwrap_or(NodeIdx(0)))
+            .collect();
+        let ports = port_map
+            .iter()
+            .map(|p| p.get().unwrap_or(PortIdx(0)))
+            .collect();
+        (out, nodes, ports)
+    }
+
+    /// The same fabric without the nodes `drop` names (links to them cut), the others in
+    /// their order: what is left when part of a fabric is out of reach.
+    pub fn without(&self, drop: impl Fn(NodeIdx) -> bool) -> Fabric {
+        let order: Vec<NodeIdx> = (0..self.nodes.len() as u32)
+            .map(NodeIdx)
+            .filter(|&n| !drop(n))
+            .collect();
+        self.laid_out(&order).0
+    }
+
+    /// The nodes of `order` (each at most once) in that order; links to nodes left out
+    /// are cut.
+    fn laid_out(&self, order: &[NodeIdx]) -> (Fabric, NodeMap, PortMap) {
+        let mut node_map = IdxVec::filled(OptIdx::NONE, self.nodes.len());
+        let mut port_map = IdxVec::filled(OptIdx::NONE, self.ports.len());
         let mut out = Fabric {
-            nodes: Vec::with_capacity(self.nodes.len()),
+            nodes: Vec::with_capacity(order.len()),
             ports: Vec::with_capacity(self.ports.len()),
             by_node_guid: HashMap::default(),
             by_port_guid: HashMap::default(),
@@ -382,10 +407,10 @@ impl Fabric {
         for &old in order {
             let n = &self.nodes[old.idx()];
             let new = NodeIdx(out.nodes.len() as u32);
-            node_map[old] = new;
+            node_map[old] = OptIdx::some(new);
             let first = out.ports.len() as u32;
             for k in 0..=u32::from(n.num_ports) {
-                port_map[PortIdx(n.first_port + k)] = PortIdx(first + k);
+                port_map[PortIdx(n.first_port + k)] = OptIdx::some(PortIdx(first + k));
                 let mut port = self.ports[(n.first_port + k) as usize].clone();
                 port.node = new;
                 out.ports.push(port);
@@ -396,17 +421,17 @@ impl Fabric {
             });
         }
         for port in &mut out.ports {
-            port.remote = port.remote.map(|r| port_map[r]);
+            port.remote = port.remote.and_then(|r| port_map[r].get());
         }
         out.by_node_guid = self
             .by_node_guid
             .iter()
-            .map(|(g, n)| (*g, node_map[*n]))
+            .filter_map(|(g, n)| Some((*g, node_map[*n].get()?)))
             .collect();
         out.by_port_guid = self
             .by_port_guid
             .iter()
-            .map(|(g, p)| (*g, port_map[*p]))
+            .filter_map(|(g, p)| Some((*g, port_map[*p].get()?)))
             .collect();
         (out, node_map, port_map)
     }
@@ -592,6 +617,11 @@ impl Fabric {
         c
     }
 }
+
+/// Where each node of a fabric went in another (if anywhere).
+type NodeMap = IdxVec<NodeIdx, OptIdx<NodeIdx>>;
+/// Where each port went.
+type PortMap = IdxVec<PortIdx, OptIdx<PortIdx>>;
 
 /// How many of each thing a fabric holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
