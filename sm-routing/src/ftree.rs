@@ -59,7 +59,7 @@ use crate::fill::{Job, Policy, Tag, fill};
 use crate::labels::{DOWN_FLAG, Dirs, Labels, label_masks};
 use crate::rank::Detected;
 pub use crate::rank::{MAX_LEVELS, Tree, detect_tree as detect};
-use crate::routes::{Engine, Options, RouteError, Routes};
+use crate::routes::{Engine, Options, RouteError, Routes, Rule};
 use crate::topo::{Adj, DestIdx, SwIdx, Topo};
 
 /// The engine.
@@ -90,7 +90,12 @@ impl Engine for FatTree {
             chains: &chains,
             up: &up,
         };
-        Ok(fill(self.name(), topo, &policy, &jobs, opts))
+        let mut routes = fill(self.name(), topo, &policy, &jobs, opts);
+        routes.rule = Rule::UpDown {
+            rank: tree.rank.clone(),
+            tie_by_guid: false,
+        };
+        Ok(routes)
     }
 }
 

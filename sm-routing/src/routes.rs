@@ -104,6 +104,53 @@ pub struct Routes {
     pub lft: Vec<Vec<u8>>,
     /// Adaptive-routing hints, when asked for.
     pub ar: Option<Vec<SwitchAr>>,
+    /// The rule every path follows, so a repair can keep to it.
+    pub rule: Rule,
+}
+
+/// The rule an engine's paths follow, kept with its tables so that a repair moving a few
+/// routes keeps to it (see [`crate::repair`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Rule {
+    /// Shortest paths, any direction (minhop): no turn is forbidden.
+    #[default]
+    Shortest,
+    /// Up*/down* (updn, ftree): "up" means towards a lower `rank` (index = [`SwIdx`]).
+    /// Between switches of equal rank the move goes up towards the lower GUID with
+    /// `tie_by_guid` (updn's total order), and is never taken without (ftree's siblings).
+    UpDown { rank: Vec<u32>, tie_by_guid: bool },
+}
+
+/// Directions of a move under a [`Rule`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Up,
+    Down,
+    Never,
+}
+
+impl Rule {
+    /// The direction of the move `s → t`.
+    pub fn dir(&self, topo: &Topo<'_>, s: SwIdx, t: SwIdx) -> Dir {
+        match self {
+            Rule::Shortest => Dir::Down,
+            Rule::UpDown { rank, tie_by_guid } => {
+                let (rs, rt) = (rank.get(s.idx()), rank.get(t.idx()));
+                match rt.cmp(&rs) {
+                    std::cmp::Ordering::Less => Dir::Up,
+                    std::cmp::Ordering::Greater => Dir::Down,
+                    std::cmp::Ordering::Equal if *tie_by_guid => {
+                        if topo.guid(t) < topo.guid(s) {
+                            Dir::Up
+                        } else {
+                            Dir::Down
+                        }
+                    }
+                    std::cmp::Ordering::Equal => Dir::Never,
+                }
+            }
+        }
+    }
 }
 
 impl Routes {
@@ -114,6 +161,7 @@ impl Routes {
             engine,
             lft: vec![vec![NO_ROUTE; len]; topo.num_switches()],
             ar: None,
+            rule: Rule::Shortest,
         }
     }
 

@@ -203,6 +203,7 @@ impl<'f> Topo<'f> {
     }
 
     /// The switch-to-switch links of `s`, in port order.
+    #[inline]
     pub fn adj(&self, s: SwIdx) -> &[Adj] {
         let (a, b) = (self.adj_off[s.idx()], self.adj_off[s.idx() + 1]);
         &self.adj[a as usize..b as usize]

@@ -40,7 +40,7 @@ use sm_mad::Guid;
 use crate::fill::{Policy, fill, jobs_in_dest_order};
 use crate::labels::{DOWN, Dirs, Labels, UP, label_masks, unreached_pair};
 use crate::rank::{bfs_ranks, shape_from_compute_nodes};
-use crate::routes::{Engine, Options, RouteError, Routes};
+use crate::routes::{Engine, Options, RouteError, Routes, Rule};
 use crate::topo::{SwIdx, Topo};
 
 /// The engine.
@@ -76,13 +76,18 @@ impl Engine for UpDown {
     }
 
     fn route(&self, topo: &Topo<'_>, opts: &Options) -> Result<Routes, RouteError> {
-        let (_, dirs, labels) = chosen(topo, opts)?;
+        let (ranking, dirs, labels) = chosen(topo, opts)?;
         let policy = LabelPolicy {
             labels: &labels,
             dirs: &dirs,
         };
         let jobs = jobs_in_dest_order(topo);
-        Ok(fill(self.name(), topo, &policy, &jobs, opts))
+        let mut routes = fill(self.name(), topo, &policy, &jobs, opts);
+        routes.rule = Rule::UpDown {
+            rank: ranking.rank,
+            tie_by_guid: true,
+        };
+        Ok(routes)
     }
 }
 
