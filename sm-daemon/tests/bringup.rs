@@ -220,7 +220,15 @@ fn link_down_traps_reroutes_and_sends_only_changed_blocks() {
     assert_eq!(r.links, first.links - 1);
     all_pairs_delivered(&d, "after link down");
     let after = d.sm.lfts().unwrap().clone();
-    assert_eq!(r.lft_blocks_sent, changed_blocks(&before, &after));
+    // Only changed blocks; a block whose entries belong to different phases of the
+    // downstream-first order goes once per phase.
+    let changed = changed_blocks(&before, &after);
+    assert!(
+        (changed..=changed + 20).contains(&r.lft_blocks_sent),
+        "{} sent for {changed} changed",
+        r.lft_blocks_sent
+    );
+    assert!(!r.heavy, "a repair, not a heavy sweep: {}", r.trigger);
     assert!(r.lft_blocks_sent < first.lft_blocks_sent);
     // No PortInfo needs a LID again: only what changed is programmed.
     assert!(r.port_info_sets < first.port_info_sets);

@@ -58,13 +58,25 @@ impl Dumps {
         let Some(plan) = sm.plan() else {
             return Ok(Vec::new());
         };
-        let f = &plan.fabric;
+        // Nodes cut off since the last heavy sweep are not part of the subnet.
+        let model = sm.model();
+        let absent = model.is_some_and(|m| !m.absent.is_empty());
+        let present = |n| model.is_none_or(|m| m.present(n));
+        let kept;
+        let f = if absent {
+            kept = plan.fabric.without(|n| !present(n));
+            &kept
+        } else {
+            &plan.fabric
+        };
         let mut out = Vec::new();
         for kind in &self.kinds {
             let mut text = Vec::new();
             let name = match kind {
                 DumpKind::Lfts => {
-                    write_opensm_lfts(&plan.to_lfts(), f, &mut text)?;
+                    let mut lfts = plan.to_lfts();
+                    lfts.switches.retain(|s| f.node_by_guid(s.guid).is_some());
+                    write_opensm_lfts(&lfts, f, &mut text)?;
                     if let Some(ar) = sm.ar_hints() {
                         out.push(("ibsm-ar-hints.dump", ar.as_bytes().to_vec()));
                     }
@@ -80,7 +92,15 @@ impl Dumps {
                     "ibsm-topology.net"
                 }
                 DumpKind::Pkeys => {
-                    write_pkey_tables(&plan.pkeys, f, &mut text)?;
+                    if absent {
+                        let mut pkeys = plan.pkeys.clone();
+                        let pf = &plan.fabric;
+                        pkeys.end_ports.retain(|t| present(pf.port(t.port).node));
+                        pkeys.switch_ports.retain(|t| present(pf.port(t.port).node));
+                        write_pkey_tables(&pkeys, pf, &mut text)?;
+                    } else {
+                        write_pkey_tables(&plan.pkeys, f, &mut text)?;
+                    }
                     "ibsm-pkeys.dump"
                 }
             };

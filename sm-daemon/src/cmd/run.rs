@@ -104,6 +104,20 @@ pub(crate) struct Args {
 /// The summary printed with `--report`.
 #[derive(Debug, serde::Serialize)]
 struct Report {
+    sweep: u64,
+    /// A heavy sweep, or a repair after traps (`false`).
+    heavy: bool,
+    /// What started the sweep (`start`, `trap 128 from GUID...`, `light sweep`, ...).
+    trigger: String,
+    /// A repair: wall time from the first trap's arrival to the last Set answered.
+    recovery_ms: f64,
+    lft_entries_moved: u64,
+    /// Entries that had to move (see `SweepReport::lft_entries_moved_min`).
+    lft_entries_moved_min: u64,
+    lft_entries_restored: u64,
+    unrouted_switch_pairs: u64,
+    /// How a repair routed: only what broke, or whole and why.
+    reroute: String,
     subnet_up: bool,
     /// "master", or "standby" when another SM runs the subnet.
     sm_state: String,
@@ -159,6 +173,15 @@ impl Report {
     fn new(r: &SweepReport, sm_lid: u16, wall_ms: f64) -> Report {
         let ms = |ns: u64| ns as f64 / 1e6;
         Report {
+            sweep: r.sweep,
+            heavy: r.heavy,
+            trigger: r.trigger.clone(),
+            recovery_ms: ms(r.recovery_ns),
+            lft_entries_moved: r.lft_entries_moved,
+            lft_entries_moved_min: r.lft_entries_moved_min,
+            lft_entries_restored: r.lft_entries_restored,
+            unrouted_switch_pairs: r.unrouted_switch_pairs,
+            reroute: r.reroute.clone(),
             subnet_up: r.subnet_up,
             sm_state: r.sm_state.clone(),
             master_guid: None,

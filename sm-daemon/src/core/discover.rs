@@ -397,6 +397,8 @@ impl Discovery {
             sms: self.sms,
             sm_asks: self.sm_asks,
             missing: self.missing,
+            former_peers: Default::default(),
+            absent: Default::default(),
         }
         .canonical())
     }

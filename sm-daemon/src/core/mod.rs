@@ -28,6 +28,7 @@ mod mcast;
 mod model;
 mod plan;
 mod program;
+mod repair;
 mod report;
 mod requests;
 mod shadow;
@@ -56,7 +57,7 @@ pub use election::RemoteSm;
 use election::{Action, Ask, Decision, Election};
 use mcast::{McastSet, McastState, SyncInput};
 pub use model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
-pub use plan::{Plan, PlanError, TableBlock, plan};
+pub use plan::{Moved, Plan, PlanError, Repaired, TableBlock, plan};
 use program::{Answered, Programming, Stage};
 pub use report::{Nanos, SweepReport, Unresponsive};
 use requests::{DestKey, Requests};
@@ -230,14 +231,28 @@ pub(crate) enum Purpose {
     SetSwitchInfo {
         node: NodeIdx,
     },
+    /// An LFT block; `last`: its final contents (a repair's earlier phases send some
+    /// blocks before all their entries are new).
     SetLft {
         node: NodeIdx,
         block: u16,
+        last: bool,
     },
     /// P_Key, SL2VL or VLArb block: remembered under [`TableKey`].
     SetTable {
         key: TableKey,
         data: [u8; 64],
+    },
+    // Repairs.
+    RepairPortInfo {
+        port: PortIdx,
+    },
+    /// NodeInfo across a port that came up.
+    RepairNodeInfo {
+        port: PortIdx,
+    },
+    RepairSwitchInfo {
+        node: NodeIdx,
     },
     // Between sweeps.
     LightSwitchInfo,
@@ -320,6 +335,8 @@ enum Phase {
     Idle,
     Light(Light),
     Discover(Box<discover::Discovery>),
+    /// A repair looking at what the gathered traps are about.
+    Repair(Box<repair::Repair>),
     Program(Programming),
 }
 
@@ -369,6 +386,12 @@ pub struct Sm {
     backoff: std::collections::HashMap<DestKey, Backoff>,
     /// Nodes reported unresponsive (each is logged once, and again when it answers).
     unresponsive: std::collections::BTreeSet<String>,
+    /// Why the next heavy sweep starts (for its report).
+    trigger: Option<String>,
+    /// Issuers of the traps 128 gathered for the next repair.
+    trap_lids: std::collections::BTreeSet<Lid>,
+    /// Stopwatch reading when the first of them arrived (for `recovery_ns`).
+    trap_watch: Option<u64>,
     /// End ports (by GUID) that were asked for a client reregistration and took it, since
     /// this SM became master: the SA's registrations died with the old master, so each is
     /// asked once, and again only after it left the subnet or its LID changed.
@@ -399,6 +422,9 @@ impl Sm {
             backoff: std::collections::HashMap::new(),
             unresponsive: std::collections::BTreeSet::new(),
             reregistered: std::collections::HashSet::new(),
+            trap_lids: std::collections::BTreeSet::new(),
+            trap_watch: None,
+            trigger: Some("start".into()),
             up: false,
             mcast: McastState::default(),
         }
@@ -556,6 +582,9 @@ impl Sm {
             let actions = self.election.poll(now);
             self.act(now, actions);
         }
+        if self.is_between_sweeps() && self.timers.take_expired(Timer::TrapBatch, now) {
+            self.begin_repair(now);
+        }
         if matches!(self.phase, Phase::Idle) && self.timers.take_expired(Timer::HeavySweep, now) {
             self.begin_heavy(now);
         }
@@ -636,6 +665,7 @@ impl Sm {
                 Some(w) => Some(w),
                 None => match &mut self.phase {
                     Phase::Discover(d) => d.next_work(),
+                    Phase::Repair(r) => r.next_work(),
                     Phase::Program(pg) => match (&self.model, &self.plan) {
                         (Some(model), Some(plan)) => {
                             let mcast = &self.mcast;
@@ -734,11 +764,16 @@ impl Sm {
             report: SweepReport {
                 sweep: n,
                 heavy: true,
+                trigger: self.trigger.take().unwrap_or_else(|| "requested".into()),
                 engine: self.p.routing.clone(),
                 ..SweepReport::default()
             },
             missing: Vec::new(),
         };
+        // A heavy sweep reads everything: gathered traps are answered by it.
+        self.trap_lids.clear();
+        self.trap_watch = None;
+        self.timers.stop(Timer::TrapBatch);
         self.events.push_back(Event::SweepStarted {
             sweep: n,
             heavy: true,
@@ -761,8 +796,10 @@ impl Sm {
             return self.begin_heavy(now);
         };
         let f = &plan.fabric;
+        let model = self.model.as_deref();
         let lids: Vec<Lid> = f
             .switches()
+            .filter(|&n| model.is_none_or(|m| m.present(n)))
             .filter_map(|n| f.port_of(n, 0))
             .map(|p| f.port(p).lid)
             .collect();
@@ -807,6 +844,16 @@ impl Sm {
                     self.on_discovered(now, d);
                 }
                 Phase::Program(pg) => self.next_stage(now, pg),
+                Phase::Repair(mut r) => {
+                    let found = match (&self.model, &self.plan) {
+                        (Some(m), Some(plan)) => r.conclude(m, plan),
+                        _ => Some(repair::Found::Heavy("no model to repair".into())),
+                    };
+                    match found {
+                        None => self.phase = Phase::Repair(r),
+                        Some(found) => self.on_repair_found(now, *r, found),
+                    }
+                }
             }
         }
     }
@@ -978,10 +1025,12 @@ impl Sm {
             }
         }
         let stage = next.stage;
+        let heavy = next.scope.is_none();
         self.phase = Phase::Program(next);
         if stage == Stage::Mcast {
             self.install_sa_db(now);
-            if let Some(m) = &self.model {
+            // A repair's model holds MulticastFDBTops as the last discovery read them.
+            if let (Some(m), true) = (&self.model, heavy) {
                 self.mcast.remember_tops(m);
             }
             self.sync_mcast(now, true);
@@ -1055,7 +1104,25 @@ impl Sm {
         r.subnet_up = r.errors.is_empty();
         r.sm_state = "master".into();
         self.up = r.subnet_up;
-        if r.subnet_up {
+        if !r.heavy {
+            if let (Some(t0), Some(f)) = (self.trap_watch.take(), self.p.stopwatch) {
+                r.recovery_ns = f().saturating_sub(t0);
+            }
+            tracing::info!(
+                sweep = r.sweep,
+                trigger = %r.trigger,
+                recovery_ms = r.recovery_ns as f64 / 1e6,
+                mads_sent = r.mads_sent,
+                lft_blocks_sent = r.lft_blocks_sent,
+                lft_entries_moved = r.lft_entries_moved,
+                lft_entries_moved_min = r.lft_entries_moved_min,
+                lft_entries_restored = r.lft_entries_restored,
+                routing_ms = r.routing_ns as f64 / 1e6,
+                reroute = %r.reroute,
+                up = r.subnet_up,
+                "repaired"
+            );
+        } else if r.subnet_up {
             tracing::info!(
                 sweep = r.sweep,
                 nodes = r.nodes,
@@ -1089,6 +1156,10 @@ impl Sm {
             self.schedule_light(now);
             // Joins and leaves that came during the sweep.
             self.sync_mcast(now, false);
+            // Traps that came during it.
+            if !self.trap_lids.is_empty() {
+                self.timers.set_if_idle(Timer::TrapBatch, now);
+            }
         }
     }
 
@@ -1096,6 +1167,16 @@ impl Sm {
     // Answers.
 
     fn on_lost(&mut self, now: Instant, w: Work) {
+        if let Phase::Repair(r) = &mut self.phase {
+            if matches!(
+                w.purpose,
+                Purpose::RepairPortInfo { .. }
+                    | Purpose::RepairNodeInfo { .. }
+                    | Purpose::RepairSwitchInfo { .. }
+            ) {
+                return r.on_lost(&w);
+            }
+        }
         if let Phase::Discover(d) = &mut self.phase {
             if matches!(
                 w.purpose,
@@ -1189,6 +1270,13 @@ impl Sm {
             | Purpose::SmInfo { .. } => {
                 if let Phase::Discover(d) = &mut self.phase {
                     d.on_answer(purpose, s);
+                }
+            }
+            Purpose::RepairPortInfo { .. }
+            | Purpose::RepairNodeInfo { .. }
+            | Purpose::RepairSwitchInfo { .. } => {
+                if let (Phase::Repair(r), Some(m)) = (&mut self.phase, &self.model) {
+                    r.on_answer(m, purpose, s);
                 }
             }
             _ => {
@@ -1320,9 +1408,199 @@ impl Sm {
             issuer: slid,
             trap_number: trap.number,
         });
-        if trap.calls_for_sweep() {
+        let repairable = trap.number == notice::trap::LINK_STATE_CHANGE
+            && self.up
+            && self.election.is_master()
+            && self.plan.is_some();
+        if repairable {
+            // Gathered for a repair: the traps of a burst (both ends of a link, the
+            // neighbours of a switch) are looked at together.
+            let issuer = trap
+                .notice
+                .map(|n| n.issuer_lid)
+                .filter(|l| l.0 != 0)
+                .unwrap_or(slid);
+            if self.trap_lids.is_empty() {
+                self.trap_watch = self.p.stopwatch.map(|f| f());
+            }
+            self.trap_lids.insert(issuer);
+            self.timers
+                .set_if_idle(Timer::TrapBatch, now + repair::GATHER);
+        } else if trap.calls_for_sweep() {
+            self.trigger
+                .get_or_insert_with(|| format!("trap {}", trap.number));
             self.request_sweep(now, true);
         }
+    }
+
+    /// The gathered traps are due: a repair looks at the switches that sent them.
+    fn begin_repair(&mut self, now: Instant) {
+        let lids = std::mem::take(&mut self.trap_lids);
+        if lids.is_empty() {
+            return;
+        }
+        let started = match (&self.model, &self.plan) {
+            (Some(m), Some(plan)) => repair::Repair::start(m, plan, &lids),
+            _ => Err("no model to repair".into()),
+        };
+        let r = match started {
+            Ok(r) => r,
+            Err(why) => {
+                tracing::info!("{why}: heavy sweep");
+                self.trigger = Some(why);
+                return self.begin_heavy(now);
+            }
+        };
+        let n = self.sweep.n + 1;
+        tracing::debug!(sweep = n, trigger = %r.trigger, "repair");
+        self.sweep = Sweep {
+            n,
+            started_at: now,
+            phase_at: now,
+            counts_at: self.reqs.counts,
+            again: false,
+            report: SweepReport {
+                sweep: n,
+                heavy: false,
+                trigger: r.trigger.clone(),
+                engine: self.p.routing.clone(),
+                ..SweepReport::default()
+            },
+            missing: Vec::new(),
+        };
+        self.timers.stop(Timer::LightSweep);
+        self.events.push_back(Event::SweepStarted {
+            sweep: n,
+            heavy: false,
+        });
+        self.phase = Phase::Repair(Box::new(r));
+        self.pump(now);
+    }
+
+    /// The repair's look is done: apply what it found.
+    fn on_repair_found(&mut self, now: Instant, r: repair::Repair, found: repair::Found) {
+        let (changes, ports, reset) = match found {
+            repair::Found::Heavy(why) => {
+                tracing::info!("repair: {why}; heavy sweep");
+                self.trigger = Some(why);
+                return self.begin_heavy(now);
+            }
+            repair::Found::Nothing => (Vec::new(), Vec::new(), Vec::new()),
+            repair::Found::Changes {
+                changes,
+                ports,
+                reset,
+            } => (changes, ports, reset),
+        };
+        let (Some(model), Some(prev)) = (self.model.as_mut(), self.plan.clone()) else {
+            return self.begin_heavy(now);
+        };
+        let m = Arc::make_mut(model);
+        for c in &changes {
+            c.apply(&mut m.fabric);
+            match *c {
+                repair::LinkChange::Down(a, b) => {
+                    m.former_peers.insert(a, b);
+                    m.former_peers.insert(b, a);
+                }
+                repair::LinkChange::Up(a, b) => {
+                    m.former_peers.remove(&a);
+                    m.former_peers.remove(&b);
+                }
+            }
+        }
+        for (q, pi) in r.reads() {
+            m.ports[q].info = Some(*pi);
+        }
+        // Routes to agents that crossed a link now down go round it; what no link reaches
+        // is absent until it comes back.
+        let reached = if changes.is_empty() {
+            model::Reconnected::default()
+        } else {
+            m.reconnect()
+        };
+        if reached.paths > 0 {
+            tracing::debug!(
+                paths = reached.paths,
+                "directed routes reached off links that went down"
+            );
+        }
+        for &n in &reached.gone {
+            tracing::info!(node = %m.fabric.node(n).guid, desc = %m.fabric.node(n).description, "cut off");
+            // Back, it is a new arrival: its registrations died with it.
+            for q in m.fabric.node_ports(n) {
+                self.reregistered.remove(&m.fabric.port(q).guid);
+            }
+        }
+        for &n in &reached.back {
+            tracing::info!(node = %m.fabric.node(n).guid, desc = %m.fabric.node(n).description, "back");
+        }
+        for &n in &reset {
+            if let Some(si) = r.switch_info(n) {
+                m.nodes[n].switch_info = Some(*si);
+            }
+            let guid = m.fabric.node(n).guid;
+            self.held.forget_switch(guid);
+            self.mcast.forget(guid);
+        }
+        // The switches that trapped hold PortStateChange: their SwitchInfo Set clears it.
+        for &n in &r.trapped {
+            if let Some(si) = m.nodes[n].switch_info.as_mut() {
+                si.port_state_change = true;
+            }
+        }
+        let repaired = if changes.is_empty() {
+            Ok(((*prev).clone(), plan::Repaired::default()))
+        } else {
+            plan::repair(&prev, m, &changes, &ports, &reached.back, &self.p)
+        };
+        let (new, repaired) = match repaired {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!("repair: {e}; heavy sweep");
+                self.trigger = Some(format!("repair failed: {e}"));
+                return self.begin_heavy(now);
+            }
+        };
+        let (phases, touched) = program::phases(&prev, &new, &repaired.moved);
+        for &(n, block) in &touched {
+            self.held
+                .lft_changing(new.fabric.node(n).guid, usize::from(block));
+        }
+        let rep = &mut self.sweep.report;
+        let c = m.counts();
+        (rep.nodes, rep.switches, rep.cas, rep.routers, rep.links) =
+            (c.nodes, c.switches, c.cas, c.routers, c.links);
+        rep.lids = new.lids;
+        rep.engine_used = new.engine_used.clone();
+        rep.routing_ns = new.routing_time.as_nanos() as u64;
+        rep.lft_entries_moved = repaired.moved.len() as u64;
+        rep.lft_entries_moved_min = repaired.moved_min;
+        rep.lft_entries_restored = repaired.restored;
+        rep.unrouted_switch_pairs = repaired.unrouted;
+        rep.reroute = repaired
+            .full_reroute
+            .clone()
+            .unwrap_or_else(|| "only the broken routes".into());
+        rep.discovery_ns = (now - self.sweep.phase_at).as_nanos() as u64;
+        self.sweep.phase_at = now;
+        let mut switches: Vec<NodeIdx> = r
+            .trapped
+            .iter()
+            .copied()
+            .chain(reset.iter().copied())
+            .collect();
+        switches.sort();
+        switches.dedup();
+        let scope = program::Scope {
+            ports,
+            switches,
+            whole: reset,
+            phases,
+            touched,
+        };
+        self.plan = Some(Arc::new(new));
+        self.phase = Phase::Program(Programming::repair(scope));
     }
 
     /// Get or Set(SMInfo) from another SM: acted on, and answered with our SMInfo.

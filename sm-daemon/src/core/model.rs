@@ -71,9 +71,59 @@ pub struct Discovered {
     pub sm_asks: u64,
     /// What discovery asked and never got an answer to.
     pub missing: Vec<Missing>,
+    /// Where the links that went down since discovery ran (the repair looks there when a
+    /// switch traps: a cable put back).
+    pub former_peers: std::collections::HashMap<PortIdx, PortIdx>,
+    /// Nodes no link reaches any more since a repair saw them cut off (a host that went
+    /// down, a switch rebooting). They keep their indices, LIDs and plan, for when they come
+    /// back, but are not part of the subnet: nothing lists, polls or routes through them.
+    pub absent: std::collections::BTreeSet<NodeIdx>,
+}
+
+/// What [`Discovered::reconnect`] changed.
+#[derive(Debug, Default)]
+pub(super) struct Reconnected {
+    /// Directed routes that moved off links that went down.
+    pub paths: usize,
+    /// Nodes cut off.
+    pub gone: Vec<NodeIdx>,
+    /// Nodes reached again.
+    pub back: Vec<NodeIdx>,
 }
 
 impl Discovered {
+    /// The node is part of the subnet (not cut off since discovery).
+    pub fn present(&self, n: NodeIdx) -> bool {
+        !self.absent.contains(&n)
+    }
+
+    /// What the subnet holds, absent nodes left out.
+    pub fn counts(&self) -> sm_core::fabric::Counts {
+        let f = &self.fabric;
+        let mut c = f.counts();
+        for &n in &self.absent {
+            match f.node(n).kind {
+                NodeKind::Switch => c.switches -= 1,
+                NodeKind::Ca => c.cas -= 1,
+                NodeKind::Router => c.routers -= 1,
+            }
+            c.nodes -= 1;
+            for q in f.node_ports(n) {
+                let port = f.port(q);
+                if port.exists && (port.num == 0 || f.node(n).kind != NodeKind::Switch) {
+                    c.end_ports -= 1;
+                }
+                // Links among absent nodes (a leaf and its hosts), once each.
+                if let Some(r) = port.remote {
+                    if q < r || !self.absent.contains(&f.port(r).node) {
+                        c.links -= 1;
+                    }
+                }
+            }
+        }
+        c
+    }
+
     pub fn is_switch(&self, n: NodeIdx) -> bool {
         self.fabric.node(n).kind == NodeKind::Switch
     }
@@ -97,6 +147,11 @@ impl Discovered {
     pub fn is_end_port(&self, p: PortIdx) -> bool {
         let port = self.fabric.port(p);
         port.exists && (port.num == 0 || !self.is_switch(port.node))
+    }
+
+    /// The port `p` was linked to before its link went down, if a repair saw it go.
+    pub fn former_peer(&self, p: PortIdx) -> Option<PortIdx> {
+        self.former_peers.get(&p).copied()
     }
 
     /// The SM's own LID as its port reported it.
@@ -130,6 +185,94 @@ impl Discovered {
         links + 1 + nodes + switches + ports + self.sm_asks
     }
 
+    /// Where a directed route from the SM's own port leads (the port it arrives on), in
+    /// the fabric as it is now; `None` if a hop has no link.
+    fn follow(&self, path: &[u8]) -> Option<PortIdx> {
+        let f = &self.fabric;
+        let mut at = self.own;
+        for &exit in path {
+            let node = f.port(at).node;
+            let out = f.port_of(node, exit)?;
+            at = f.port(out).remote?;
+        }
+        Some(at)
+    }
+
+    /// After links changed: every node and CA port whose directed route crosses a link
+    /// that went down gets a new one (shortest, from the SM's port through the fabric as it
+    /// is now); nodes no link reaches become absent, and absent nodes reached again present.
+    pub(super) fn reconnect(&mut self) -> Reconnected {
+        let f = &self.fabric;
+        // Breadth-first from the SM's node, through switches only (CAs are leaves).
+        let mut route: IdxVec<NodeIdx, Option<DrPath>> = IdxVec::filled(None, f.nodes().len());
+        let start = f.port(self.own).node;
+        route[start] = Some(DrPath::new());
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut arrive: std::collections::HashMap<PortIdx, DrPath> = Default::default();
+        while let Some(n) = queue.pop_front() {
+            let Some(here) = route[n].clone() else {
+                continue;
+            };
+            let exits: Vec<PortIdx> = if self.is_switch(n) {
+                f.node_ports(n).filter(|&p| f.port(p).num != 0).collect()
+            } else if n == start {
+                vec![self.own]
+            } else {
+                Vec::new()
+            };
+            for p in exits {
+                let Some(r) = f.port(p).remote else { continue };
+                let mut next = here.clone();
+                next.push(f.port(p).num);
+                if next.len() > sm_mad::smp::MAX_HOPS as usize {
+                    continue;
+                }
+                let t = f.port(r).node;
+                if !self.is_switch(t) {
+                    arrive.entry(r).or_insert_with(|| next.clone());
+                }
+                if route[t].is_none() {
+                    route[t] = Some(next);
+                    queue.push_back(t);
+                }
+            }
+        }
+        let mut out = Reconnected::default();
+        let arrives = |d: &Discovered, path: &[u8], n: NodeIdx| {
+            d.follow(path).is_some_and(|p| d.fabric.port(p).node == n)
+        };
+        for n in self.nodes.indices() {
+            let reached = route[n].is_some();
+            match (reached, self.absent.contains(&n)) {
+                (false, false) => out.gone.push(n),
+                (true, true) => out.back.push(n),
+                _ => {}
+            }
+            if self.is_switch(n) && !arrives(self, &self.nodes[n].path, n) {
+                if let Some(path) = route[n].take() {
+                    self.nodes[n].path = path;
+                    out.paths += 1;
+                }
+            }
+        }
+        for q in self.ports.indices() {
+            let Some(path) = &self.ports[q].path else {
+                continue;
+            };
+            if self.follow(path) != Some(q) {
+                if let Some(path) = arrive.remove(&q) {
+                    self.ports[q].path = Some(path);
+                    out.paths += 1;
+                }
+            }
+        }
+        self.absent.extend(out.gone.iter().copied());
+        for n in &out.back {
+            self.absent.remove(n);
+        }
+        out
+    }
+
     /// The same fabric with its nodes in GUID order.
     pub(super) fn canonical(self) -> Discovered {
         let f = &self.fabric;
@@ -156,6 +299,12 @@ impl Discovered {
             sms: self.sms,
             sm_asks: self.sm_asks,
             missing: self.missing,
+            former_peers: self
+                .former_peers
+                .iter()
+                .map(|(a, b)| (port_map[*a], port_map[*b]))
+                .collect(),
+            absent: self.absent.iter().map(|n| node_map[*n]).collect(),
         }
     }
 }

@@ -54,6 +54,11 @@ pub struct Plan {
     pub lfts: Vec<Arc<[u8]>>,
     /// The engine that made them.
     pub engine: &'static str,
+    /// The rule their paths follow (repairs keep to it).
+    pub rule: sm_routing::Rule,
+    /// Entries repairs moved since the tables were computed whole, with the port each had
+    /// then: they go back when their path works again.
+    pub displaced: Arc<std::collections::BTreeMap<(NodeIdx, u16), u8>>,
     /// The switch behind each routing table (`lfts[i]` is `switches[i]`'s).
     pub switches: Vec<NodeIdx>,
     /// A node's routing table, if it is a switch.
@@ -72,7 +77,7 @@ pub struct Plan {
     /// Wall time of the routing run (zero without a stopwatch).
     pub routing_time: Duration,
     /// The PortInfo each port should hold; `None` where the port's own is unknown.
-    pub settings: IdxVec<PortIdx, Option<port_info::Repr>>,
+    pub settings: Arc<IdxVec<PortIdx, Option<port_info::Repr>>>,
     /// P_Key, SL2VL and VLArb blocks, in port order.
     pub tables: Vec<TableBlock>,
     pub pkeys: PKeyTables,
@@ -121,6 +126,8 @@ impl Plan {
         Plan {
             lfts: lft.into_iter().map(Arc::from).collect(),
             engine: "external",
+            rule: sm_routing::Rule::Shortest,
+            displaced: Arc::default(),
             switches,
             sw_of,
             max_lid,
@@ -130,7 +137,7 @@ impl Plan {
             fallbacks: Vec::new(),
             ar_hints: None,
             routing_time: Duration::ZERO,
-            settings: IdxVec::filled(None, fabric.ports().len()),
+            settings: Arc::new(IdxVec::filled(None, fabric.ports().len())),
             tables: Vec::new(),
             pkeys,
             fabric,
@@ -143,6 +150,7 @@ impl Plan {
             engine: self.engine,
             lft: self.lfts.iter().map(|t| t.to_vec()).collect(),
             ar: None,
+            rule: self.rule.clone(),
         }
     }
 
@@ -191,6 +199,8 @@ pub fn plan(
     let (tables, pkeys) = tables(d, &fabric, &mut settings, p);
     Ok(Plan {
         engine: routed.routes.engine,
+        rule: routed.routes.rule,
+        displaced: Arc::default(),
         lfts: routed.routes.lft.into_iter().map(Arc::from).collect(),
         switches: routed.switches,
         sw_of: routed.sw_of,
@@ -201,7 +211,7 @@ pub fn plan(
         fallbacks: routed.fallbacks,
         ar_hints: routed.ar_hints,
         routing_time,
-        settings,
+        settings: Arc::new(settings),
         tables,
         pkeys,
         fabric,
@@ -233,6 +243,7 @@ fn route(fabric: &Fabric, p: &Params, previous: Option<&Plan>) -> Result<Routed,
                 engine: "none",
                 lft: Vec::new(),
                 ar: None,
+                rule: sm_routing::Rule::Shortest,
             },
             switches: Vec::new(),
             sw_of,
@@ -309,56 +320,352 @@ fn port_settings(
     own_lid: Lid,
     p: &Params,
 ) -> IdxVec<PortIdx, Option<port_info::Repr>> {
-    let mut out = IdxVec::filled(None, d.ports.len());
-    for (q, facts) in d.ports.iter_enumerated() {
-        let Some(cur) = facts.info else { continue };
-        let mut want = cur;
-        if d.is_end_port(q) {
-            let port = fabric.port(q);
-            want.lid = port.lid;
-            want.lmc = port.lmc;
-            want.master_sm_lid = own_lid;
-            want.gid_prefix = p.subnet_prefix;
-            want.m_key = p.m_key;
-            want.m_key_protect_bits = p.m_key_protect_bits;
-            want.m_key_lease_period = p.m_key_lease_period;
-            want.subnet_timeout = p.subnet_timeout;
+    d.ports
+        .indices()
+        .map(|q| port_setting(d, fabric, own_lid, p, q))
+        .collect()
+}
+
+/// The PortInfo port `q` should hold, if its own is known.
+fn port_setting(
+    d: &Discovered,
+    fabric: &Fabric,
+    own_lid: Lid,
+    p: &Params,
+    q: PortIdx,
+) -> Option<port_info::Repr> {
+    let cur = *d.port_info(q)?;
+    let mut want = cur;
+    if d.is_end_port(q) {
+        let port = fabric.port(q);
+        want.lid = port.lid;
+        want.lmc = port.lmc;
+        want.master_sm_lid = own_lid;
+        want.gid_prefix = p.subnet_prefix;
+        want.m_key = p.m_key;
+        want.m_key_protect_bits = p.m_key_protect_bits;
+        want.m_key_lease_period = p.m_key_lease_period;
+        want.subnet_timeout = p.subnet_timeout;
+    }
+    // LinkSpeedEnabled as OpenSM's force_link_speed: 0 leaves it, 15 asks for every
+    // supported speed, else the mask itself; only where the port does not have it.
+    if fabric.port(q).num != 0 && p.force_link_speed != 0 {
+        let target = if p.force_link_speed == 15 {
+            cur.link_speed_supported
+        } else {
+            p.force_link_speed
+        };
+        if cur.link_speed_enabled != target {
+            want.link_speed_enabled = p.force_link_speed;
         }
-        // LinkSpeedEnabled as OpenSM's force_link_speed: 0 leaves it, 15 asks for every
-        // supported speed, else the mask itself; only where the port does not have it.
-        if fabric.port(q).num != 0 && p.force_link_speed != 0 {
-            let target = if p.force_link_speed == 15 {
-                cur.link_speed_supported
-            } else {
-                p.force_link_speed
-            };
-            if cur.link_speed_enabled != target {
-                want.link_speed_enabled = p.force_link_speed;
+    }
+    if let Some(r) = fabric.port(q).remote {
+        if let Some(peer) = d.port_info(r) {
+            let mtu = cur.mtu_cap.to_raw_value().min(peer.mtu_cap.to_raw_value());
+            want.neighbor_mtu = Mtu::from_raw_value(mtu);
+            let vls = cur
+                .vl_cap
+                .to_raw_value()
+                .min(peer.vl_cap.to_raw_value())
+                .min(p.max_op_vls)
+                .max(1);
+            want.operational_vls = VlCap::from_raw_value(vls);
+            if d.is_switch(fabric.port(q).node) {
+                want.hoq_life = if d.is_switch(fabric.port(r).node) {
+                    p.hoq_life
+                } else {
+                    p.leaf_hoq_life
+                };
             }
         }
-        if let Some(r) = fabric.port(q).remote {
-            if let Some(peer) = d.port_info(r) {
-                let mtu = cur.mtu_cap.to_raw_value().min(peer.mtu_cap.to_raw_value());
-                want.neighbor_mtu = Mtu::from_raw_value(mtu);
-                let vls = cur
-                    .vl_cap
-                    .to_raw_value()
-                    .min(peer.vl_cap.to_raw_value())
-                    .min(p.max_op_vls)
-                    .max(1);
-                want.operational_vls = VlCap::from_raw_value(vls);
-                if d.is_switch(fabric.port(q).node) {
-                    want.hoq_life = if d.is_switch(fabric.port(r).node) {
-                        p.hoq_life
-                    } else {
-                        p.leaf_hoq_life
-                    };
+    }
+    Some(want)
+}
+
+/// One forwarding-table entry a repair changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moved {
+    pub switch: NodeIdx,
+    pub lid: Lid,
+    pub old: u8,
+    pub new: u8,
+}
+
+/// What a repair did to the routes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Entries that changed.
+    pub moved: Vec<Moved>,
+    /// Entries that had to change: their port no longer started a legal shortest path.
+    pub moved_min: u64,
+    /// Entries that went back where they were before an earlier repair.
+    pub restored: u64,
+    /// (switch with CAs, switch LID) pairs the up*/down* ranks leave without a legal path.
+    pub unrouted: u64,
+    /// Why the routes were computed whole rather than repaired, if they were.
+    pub full_reroute: Option<String>,
+}
+
+/// The plan after links changed (`changes`, already in `d`'s fabric; `back`: nodes reached
+/// again): the same LIDs and tables; only the routes that no longer deliver are routed
+/// again (see [`sm_routing::repair`]), routes moved by earlier repairs go back where their
+/// path works again, and the settings of `ports` follow their links. When the damage cannot
+/// be repaired locally the routes are computed whole (keeping every port that is still
+/// legal), and the report says why.
+pub(super) fn repair(
+    prev: &Plan,
+    d: &Discovered,
+    changes: &[super::repair::LinkChange],
+    ports: &[PortIdx],
+    back: &[NodeIdx],
+    p: &Params,
+) -> Result<(Plan, Repaired), PlanError> {
+    use super::repair::LinkChange;
+    let mut fabric = prev.fabric.clone();
+    for c in changes {
+        c.apply(&mut fabric);
+    }
+    let t0 = p.stopwatch.map(|f| f());
+    let local = if fabric.switches().next().is_none() || prev.lfts.is_empty() {
+        Err("no switch tables to repair".to_string())
+    } else {
+        let topo = Topo::new(&fabric)?;
+        let sw = |q: PortIdx| topo.sw_of(fabric.port(q).node);
+        let mut damage = sm_routing::repair::Damage::default();
+        let mut came_up = false;
+        for c in changes {
+            match *c {
+                LinkChange::Down(a, b) => {
+                    for (q, r) in [(a, b), (b, a)] {
+                        if let Some(s) = sw(q) {
+                            damage.failed.push(sm_routing::repair::DeadPort {
+                                switch: s,
+                                port: fabric.port(q).num,
+                                peer: topo.sw_of(fabric.port(r).node),
+                            });
+                        }
+                    }
+                }
+                LinkChange::Up(a, b) => {
+                    came_up = true;
+                    for q in [a, b] {
+                        let n = fabric.port(q).node;
+                        if fabric.node(n).kind != NodeKind::Switch {
+                            damage.check_lids.extend(lids_of(&fabric, q));
+                        }
+                    }
                 }
             }
         }
-        out[q] = Some(want);
+        for &n in back {
+            if let Some(s) = topo.sw_of(n) {
+                damage.check_switches.push(s);
+            }
+            for q in fabric.node_ports(n) {
+                if d.is_end_port(q) {
+                    damage.check_lids.extend(lids_of(&fabric, q));
+                }
+            }
+        }
+        if came_up {
+            damage.restore = prev
+                .displaced
+                .iter()
+                .filter_map(|(&(n, lid), &port)| Some((topo.sw_of(n)?, Lid(lid), port)))
+                .collect();
+        }
+        sm_routing::repair::repair(&topo, &prev.rule, &prev.lfts, &damage)
+            .map(|out| (out, topo.switches.clone()))
+            .map_err(|e| e.to_string())
+    };
+    let (out, switches) = match local {
+        Ok(x) => x,
+        Err(why) => return rerouted(prev, d, fabric, ports, p, why),
+    };
+    let routing_time = match (t0, p.stopwatch) {
+        (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
+        _ => Duration::ZERO,
+    };
+    let mut lfts = prev.lfts.clone();
+    let mut displaced = (*prev.displaced).clone();
+    let mut moved = Vec::with_capacity(out.moved.len());
+    let mut by_switch: std::collections::BTreeMap<u32, Vec<&sm_routing::repair::Move>> =
+        Default::default();
+    for m in &out.moved {
+        by_switch.entry(m.switch.0).or_default().push(m);
     }
-    out
+    for (s, ms) in by_switch {
+        let Some(table) = lfts.get_mut(s as usize) else {
+            continue;
+        };
+        if ms.iter().any(|m| usize::from(m.lid.0) >= table.len()) {
+            let top = ms.iter().map(|m| usize::from(m.lid.0)).max().unwrap_or(0);
+            let mut t = table.to_vec();
+            t.resize(top + 1, lft::NO_ROUTE.0);
+            *table = Arc::from(t);
+        }
+        // One copy of the shared table, changed in place.
+        let t = Arc::make_mut(table);
+        let node = switches[s as usize];
+        for m in ms {
+            t[usize::from(m.lid.0)] = m.new;
+            let key = (node, m.lid.0);
+            match displaced.get(&key) {
+                Some(&orig) if orig == m.new => {
+                    displaced.remove(&key);
+                }
+                Some(_) => {}
+                None => {
+                    displaced.insert(key, m.old);
+                }
+            }
+            moved.push(Moved {
+                switch: node,
+                lid: m.lid,
+                old: m.old,
+                new: m.new,
+            });
+        }
+    }
+    let settings = settings_for(prev, d, &fabric, ports, p);
+    let plan = Plan {
+        lfts,
+        engine: prev.engine,
+        rule: prev.rule.clone(),
+        displaced: Arc::new(displaced),
+        switches: prev.switches.clone(),
+        sw_of: prev.sw_of.clone(),
+        max_lid: prev.max_lid,
+        lids: prev.lids,
+        lids_changed: false,
+        engine_used: prev.engine_used.clone(),
+        fallbacks: prev.fallbacks.clone(),
+        ar_hints: prev.ar_hints.clone(),
+        routing_time,
+        settings,
+        tables: prev.tables.clone(),
+        pkeys: prev.pkeys.clone(),
+        fabric,
+    };
+    Ok((
+        plan,
+        Repaired {
+            moved,
+            moved_min: out.must,
+            restored: out.restored,
+            unrouted: out.unrouted,
+            full_reroute: None,
+        },
+    ))
+}
+
+/// Every LID of end port `q`.
+fn lids_of(f: &Fabric, q: PortIdx) -> impl Iterator<Item = Lid> + use<> {
+    let port = f.port(q);
+    let (base, lmc) = (port.lid.0, port.lmc.min(7));
+    (0..1u16 << lmc)
+        .map(move |i| Lid(base.wrapping_add(i)))
+        .filter(|l| l.0 != 0)
+}
+
+/// The settings of `prev` with those of `ports` made again for `fabric`.
+fn settings_for(
+    prev: &Plan,
+    d: &Discovered,
+    fabric: &Fabric,
+    ports: &[PortIdx],
+    p: &Params,
+) -> Arc<IdxVec<PortIdx, Option<port_info::Repr>>> {
+    if ports.is_empty() {
+        return Arc::clone(&prev.settings);
+    }
+    let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
+    let mut settings = (*prev.settings).clone();
+    for &q in ports {
+        settings[q] = port_setting(d, fabric, own_lid, p, q);
+    }
+    Arc::new(settings)
+}
+
+/// The repair's fallback: the routes computed whole for `fabric` (the previous ones kept
+/// wherever they are still legal), every entry that changed listed.
+fn rerouted(
+    prev: &Plan,
+    d: &Discovered,
+    fabric: Fabric,
+    ports: &[PortIdx],
+    p: &Params,
+    why: String,
+) -> Result<(Plan, Repaired), PlanError> {
+    tracing::info!("repair: {why}; routes computed whole");
+    let t0 = p.stopwatch.map(|f| f());
+    let routed = route(&fabric, p, Some(prev))?;
+    let routing_time = match (t0, p.stopwatch) {
+        (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
+        _ => Duration::ZERO,
+    };
+    let mut moved = Vec::new();
+    let mut lfts = Vec::with_capacity(routed.routes.lft.len());
+    for (i, mut table) in routed.routes.lft.into_iter().enumerate() {
+        let node = routed.switches[i];
+        if let Some(old) = prev.lft(node) {
+            for (l, e) in table.iter_mut().enumerate() {
+                let was = old.get(l).copied().unwrap_or(lft::NO_ROUTE.0);
+                // Nothing reaches a LID with no path either way: no Set for it.
+                if *e == lft::NO_ROUTE.0 && was != lft::NO_ROUTE.0 {
+                    *e = was;
+                }
+                if *e != was {
+                    moved.push(Moved {
+                        switch: node,
+                        lid: Lid(l as u16),
+                        old: was,
+                        new: *e,
+                    });
+                }
+            }
+            if old == &table[..] {
+                let s = prev.sw_of[node].get();
+                if let Some(shared) = s.and_then(|s| prev.lfts.get(s.idx())) {
+                    lfts.push(Arc::clone(shared));
+                    continue;
+                }
+            }
+        }
+        lfts.push(Arc::from(table));
+    }
+    moved.sort_by_key(|m| (m.lid, m.switch));
+    let settings = settings_for(prev, d, &fabric, ports, p);
+    let plan = Plan {
+        lfts,
+        engine: routed.routes.engine,
+        rule: routed.routes.rule,
+        displaced: Arc::default(),
+        switches: routed.switches,
+        sw_of: routed.sw_of,
+        max_lid: prev.max_lid.max(routed.max_lid),
+        lids: routed.lids,
+        lids_changed: false,
+        engine_used: routed.engine_used,
+        fallbacks: routed.fallbacks,
+        ar_hints: routed.ar_hints,
+        routing_time,
+        settings,
+        tables: prev.tables.clone(),
+        pkeys: prev.pkeys.clone(),
+        fabric,
+    };
+    let moved_min = moved.len() as u64;
+    Ok((
+        plan,
+        Repaired {
+            moved,
+            moved_min,
+            restored: 0,
+            unrouted: 0,
+            full_reroute: Some(why),
+        },
+    ))
 }
 
 /// An attribute as SMP data.

@@ -17,7 +17,7 @@
 
 use sm_core::fabric::{NodeIdx, PortIdx};
 use sm_mad::port_info::{self, PhysPortState, PortState};
-use sm_mad::{Guid, Lid, MadStatus, attr, smp, switch_info};
+use sm_mad::{Guid, Lid, MadStatus, attr, lft, smp, switch_info};
 
 use super::discover::PASSES;
 use super::model::{Discovered, Missing};
@@ -31,6 +31,8 @@ use super::{Params, Purpose, Target, Work};
 pub(super) enum Stage {
     /// Settings, SwitchInfo, LFT and table blocks.
     Settings,
+    /// A repair's LFT Sets of one phase (see [`Scope::phases`]).
+    LftPhase(u32),
     Armed,
     Active,
     /// Multicast trees, once the ports are up and the SA has its snapshot.
@@ -41,10 +43,45 @@ pub(super) enum Stage {
 enum Cursor {
     Ports(u32),
     Switches(u32),
-    Lft { node: u32, block: u32 },
+    Lft {
+        node: u32,
+        block: u32,
+    },
+    /// Blocks a repair touched that a switch still does not hold (a later pass).
+    Touched(u32),
     Tables(u32),
+    Phase(u32),
     States(u32),
     Done,
+}
+
+/// One LFT Set of a repair: the block as it should be after this phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LftSet {
+    pub(super) node: NodeIdx,
+    pub(super) block: u16,
+    pub(super) data: [u8; 64],
+    /// The block's final contents (the plan's).
+    pub(super) last: bool,
+}
+
+/// What a repair programs, instead of the whole fabric.
+#[derive(Debug, Default)]
+pub(super) struct Scope {
+    /// Ports whose settings and states are programmed.
+    pub(super) ports: Vec<PortIdx>,
+    /// Switches whose SwitchInfo is programmed.
+    pub(super) switches: Vec<NodeIdx>,
+    /// Switches (and nodes) programmed whole: every LFT block and table block (they came
+    /// back without their state). Sorted.
+    pub(super) whole: Vec<NodeIdx>,
+    /// The LFT Sets of the routes that moved, phase by phase: in phase `k` the entries
+    /// whose switch is `k + 1` hops from its destination along the new routes. A phase goes
+    /// out when the one before is answered, so a switch takes its new route only after every
+    /// switch downstream has: no state in between has a forwarding loop.
+    pub(super) phases: Vec<Vec<LftSet>>,
+    /// Every block the phases touch (a later pass sends those still not held).
+    pub(super) touched: Vec<(NodeIdx, u16)>,
 }
 
 /// A programming round and how far its cursor got.
@@ -56,6 +93,8 @@ pub(super) struct Programming {
     pass: u32,
     /// Sets of this pass that went unanswered.
     pub(super) lost: Vec<Missing>,
+    /// A repair's: what it covers (a heavy sweep covers everything).
+    pub(super) scope: Option<Box<Scope>>,
 }
 
 /// What the rounds read.
@@ -87,6 +126,15 @@ impl Programming {
             cursor: Self::start(stage),
             pass: 0,
             lost: Vec::new(),
+            scope: None,
+        }
+    }
+
+    /// A repair's programming: only `scope`.
+    pub(super) fn repair(scope: Scope) -> Programming {
+        Programming {
+            scope: Some(Box::new(scope)),
+            ..Programming::new(Stage::Settings)
         }
     }
 
@@ -98,9 +146,14 @@ impl Programming {
     fn start(stage: Stage) -> Cursor {
         match stage {
             Stage::Settings => Cursor::Ports(0),
+            Stage::LftPhase(_) => Cursor::Phase(0),
             Stage::Armed | Stage::Active => Cursor::States(0),
             Stage::Mcast => Cursor::Done,
         }
+    }
+
+    fn phases(&self) -> u32 {
+        self.scope.as_ref().map_or(0, |s| s.phases.len() as u32)
     }
 
     /// The round after this one: the next stage; after ACTIVE, when Sets went unanswered
@@ -108,8 +161,12 @@ impl Programming {
     /// round again; `None` after the multicast round.
     pub(super) fn next(mut self, unsettled: usize) -> Option<Programming> {
         let again = !self.lost.is_empty() || unsettled > 0;
+        let phases = if self.pass == 0 { self.phases() } else { 0 };
         let stage = match self.stage {
+            Stage::Settings if phases > 0 => Stage::LftPhase(0),
             Stage::Settings => Stage::Armed,
+            Stage::LftPhase(k) if k + 1 < phases => Stage::LftPhase(k + 1),
+            Stage::LftPhase(_) => Stage::Armed,
             Stage::Armed => Stage::Active,
             Stage::Active if again && self.pass + 1 < PASSES => {
                 tracing::debug!(
@@ -134,10 +191,15 @@ impl Programming {
     /// everything.
     pub(super) fn next_work(&mut self, c: &Ctx<'_>, report: &mut SweepReport) -> Option<Work> {
         let f = &c.model.fabric;
+        let scope = self.scope.as_deref();
+        let port_at = |i: u32| match scope {
+            Some(s) => s.ports.get(i as usize).copied(),
+            None => (i < f.ports().len() as u32).then_some(PortIdx(i)),
+        };
         loop {
             match self.cursor {
                 Cursor::Ports(i) => {
-                    let Some(port) = (i < f.ports().len() as u32).then_some(PortIdx(i)) else {
+                    let Some(port) = port_at(i) else {
                         self.cursor = Cursor::Switches(0);
                         continue;
                     };
@@ -150,7 +212,11 @@ impl Programming {
                     }
                 }
                 Cursor::Switches(i) => {
-                    let Some(node) = (i < f.nodes().len() as u32).then_some(NodeIdx(i)) else {
+                    let node = match scope {
+                        Some(s) => s.switches.get(i as usize).copied(),
+                        None => (i < f.nodes().len() as u32).then_some(NodeIdx(i)),
+                    };
+                    let Some(node) = node else {
                         self.cursor = Cursor::Lft { node: 0, block: 0 };
                         continue;
                     };
@@ -167,11 +233,18 @@ impl Programming {
                     }
                 }
                 Cursor::Lft { node, block } => {
-                    let n = NodeIdx(node);
-                    if node >= f.nodes().len() as u32 {
-                        self.cursor = Cursor::Tables(0);
+                    let n = match scope {
+                        Some(s) => s.whole.get(node as usize).copied(),
+                        None => (node < f.nodes().len() as u32).then_some(NodeIdx(node)),
+                    };
+                    let Some(n) = n else {
+                        self.cursor = if scope.is_some() && self.pass > 0 {
+                            Cursor::Touched(0)
+                        } else {
+                            Cursor::Tables(0)
+                        };
                         continue;
-                    }
+                    };
                     if block as usize >= c.plan.lft_blocks(n) {
                         self.cursor = Cursor::Lft {
                             node: node + 1,
@@ -185,17 +258,35 @@ impl Programming {
                     };
                     if let Some(data) = lft_block(c.model, c.plan, c.held, n, block as usize) {
                         report.lft_blocks_sent += 1;
-                        return Some(Work::set(
-                            Purpose::SetLft {
-                                node: n,
-                                block: block as u16,
-                            },
-                            attr::LINEAR_FORWARDING_TABLE,
-                            block,
-                            Target::Node(n),
-                            data,
-                        ));
+                        return Some(lft_work(n, block as u16, data, true));
                     }
+                }
+                Cursor::Touched(i) => {
+                    let Some(&(n, block)) = scope.and_then(|s| s.touched.get(i as usize)) else {
+                        self.cursor = Cursor::Tables(0);
+                        continue;
+                    };
+                    self.cursor = Cursor::Touched(i + 1);
+                    if let Some(data) = lft_block(c.model, c.plan, c.held, n, usize::from(block)) {
+                        report.lft_blocks_sent += 1;
+                        return Some(lft_work(n, block, data, true));
+                    }
+                }
+                Cursor::Phase(i) => {
+                    let Stage::LftPhase(k) = self.stage else {
+                        self.cursor = Cursor::Done;
+                        continue;
+                    };
+                    let set = scope
+                        .and_then(|s| s.phases.get(k as usize))
+                        .and_then(|p| p.get(i as usize));
+                    let Some(set) = set else {
+                        self.cursor = Cursor::Done;
+                        continue;
+                    };
+                    self.cursor = Cursor::Phase(i + 1);
+                    report.lft_blocks_sent += 1;
+                    return Some(lft_work(set.node, set.block, set.data, set.last));
                 }
                 Cursor::Tables(i) => {
                     let Some(tb) = c.plan.tables.get(i as usize) else {
@@ -203,6 +294,11 @@ impl Programming {
                         continue;
                     };
                     self.cursor = Cursor::Tables(i + 1);
+                    if let Some(s) = scope {
+                        if s.whole.binary_search(&f.port(tb.port).node).is_err() {
+                            continue;
+                        }
+                    }
                     if let Some(key) = table_block(c.model, c.held, tb) {
                         if tb.attr == attr::P_KEY_TABLE {
                             report.pkey_blocks_sent += 1;
@@ -219,7 +315,7 @@ impl Programming {
                     }
                 }
                 Cursor::States(i) => {
-                    let Some(port) = (i < f.ports().len() as u32).then_some(PortIdx(i)) else {
+                    let Some(port) = port_at(i) else {
                         self.cursor = Cursor::Done;
                         continue;
                     };
@@ -244,6 +340,16 @@ impl Programming {
             }
         }
     }
+}
+
+fn lft_work(node: NodeIdx, block: u16, data: [u8; 64], last: bool) -> Work {
+    Work::set(
+        Purpose::SetLft { node, block, last },
+        attr::LINEAR_FORWARDING_TABLE,
+        u32::from(block),
+        Target::Node(node),
+        data,
+    )
 }
 
 fn settings_work(m: &Discovered, port: PortIdx, armed: bool, rereg: bool, data: [u8; 64]) -> Work {
@@ -393,7 +499,7 @@ pub(super) fn lost(m: &Discovered, w: &Work) -> Option<Missing> {
             (g, n, format!("PortState {want:?}"))
         }
         Purpose::SetSwitchInfo { node } => (m.fabric.node(*node).guid, None, "SwitchInfo".into()),
-        Purpose::SetLft { node, block } => (
+        Purpose::SetLft { node, block, .. } => (
             m.fabric.node(*node).guid,
             None,
             format!("LFT block {block}"),
@@ -547,8 +653,11 @@ pub(super) fn on_answer(
             held.table_stored(key, data);
             Answered::Done
         }
-        Purpose::SetLft { node, block } => {
-            held.lft_stored(m.fabric.node(node).guid, usize::from(block));
+        Purpose::SetLft { node, block, last } => {
+            // A block of a phase before its last holds neither the old nor the new table.
+            if last {
+                held.lft_stored(m.fabric.node(node).guid, usize::from(block));
+            }
             Answered::Done
         }
         other => {
@@ -650,4 +759,81 @@ fn state_only(cur: &port_info::Repr) -> port_info::Repr {
         link_down_default_state: port_info::LinkDownDefaultState::from_raw_value(0),
         ..*cur
     }
+}
+
+/// A repair's LFT Sets in phases (see [`Scope::phases`]), and every block they touch.
+/// `old` holds the tables before the repair, `new` after; both have the same switches in
+/// the same order.
+pub(super) fn phases(
+    old: &Plan,
+    new: &Plan,
+    moved: &[super::plan::Moved],
+) -> (Vec<Vec<LftSet>>, Vec<(NodeIdx, u16)>) {
+    use std::collections::BTreeMap;
+    let f = &new.fabric;
+    // Hops from `s` to the switch that delivers `lid`, along the new tables.
+    let depth = |s: NodeIdx, lid: Lid| -> u32 {
+        let mut at = s;
+        for hops in 1..=64 {
+            let Some(&e) = new.lft(at).and_then(|t| t.get(usize::from(lid.0))) else {
+                return hops;
+            };
+            let next = f
+                .port_of(at, e)
+                .and_then(|q| f.port(q).remote)
+                .map(|r| f.port(r).node)
+                .filter(|&t| f.node(t).kind == sm_core::fabric::NodeKind::Switch);
+            match next {
+                Some(t) if e != 0 => at = t,
+                _ => return hops,
+            }
+        }
+        64
+    };
+    /// One moved entry of a block: its slot, its switch's depth, its new port.
+    struct Entry {
+        slot: usize,
+        depth: u32,
+        port: u8,
+    }
+    let mut by_block: BTreeMap<(NodeIdx, u16), Vec<Entry>> = BTreeMap::new();
+    for m in moved {
+        let block = m.lid.0 / lft::ENTRIES as u16;
+        by_block.entry((m.switch, block)).or_default().push(Entry {
+            slot: usize::from(m.lid.0) % lft::ENTRIES,
+            depth: depth(m.switch, m.lid),
+            port: m.new,
+        });
+    }
+    let mut depths: Vec<u32> = by_block
+        .values()
+        .flat_map(|v| v.iter().map(|e| e.depth))
+        .collect();
+    depths.sort_unstable();
+    depths.dedup();
+    let mut phases: Vec<Vec<LftSet>> = vec![Vec::new(); depths.len()];
+    let mut touched = Vec::with_capacity(by_block.len());
+    for (&(node, block), entries) in &by_block {
+        touched.push((node, block));
+        let mut data = old
+            .lft_block(node, usize::from(block))
+            .unwrap_or([lft::NO_ROUTE.0; lft::ENTRIES]);
+        let mut mine: Vec<u32> = entries.iter().map(|e| e.depth).collect();
+        mine.sort_unstable();
+        mine.dedup();
+        let last = mine.last().copied();
+        for d in mine {
+            for e in entries.iter().filter(|e| e.depth == d) {
+                data[e.slot] = e.port;
+            }
+            let k = depths.binary_search(&d).unwrap_or(0);
+            phases[k].push(LftSet {
+                node,
+                block,
+                data,
+                last: Some(d) == last,
+            });
+        }
+    }
+    (phases, touched)
 }

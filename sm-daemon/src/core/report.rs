@@ -21,7 +21,27 @@ pub struct Unresponsive {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepReport {
     pub sweep: u64,
+    /// A heavy sweep (every node read again), or a repair (`heavy: false`).
     pub heavy: bool,
+    /// What started it: `start`, `trap 128 from GUID...` (a repair), `trap N`, `light
+    /// sweep`, `retry`, `requested`.
+    pub trigger: String,
+    /// A repair: wall time from the first trap's arrival to the last Set answered
+    /// (nanoseconds; 0 without a stopwatch).
+    pub recovery_ns: Nanos,
+    /// LFT entries whose port changed.
+    pub lft_entries_moved: u64,
+    /// LFT entries that had to change: their port no longer started a legal shortest path
+    /// (it was on a link that went down, or the path behind it got longer or illegal).
+    pub lft_entries_moved_min: u64,
+    /// Entries of `lft_entries_moved` that went back to the port they had before an
+    /// earlier repair (their link returned).
+    pub lft_entries_restored: u64,
+    /// (switch with CAs, switch LID) pairs that updn or ftree ranks leave without a legal
+    /// path after the repair (management traffic to that switch; OpenSM leaves them too).
+    pub unrouted_switch_pairs: u64,
+    /// How a repair computed its routes (whole, and why, or only what broke).
+    pub reroute: String,
     pub subnet_up: bool,
     pub nodes: usize,
     pub switches: usize,

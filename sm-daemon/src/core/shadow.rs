@@ -24,6 +24,11 @@ impl Bits {
     fn get(&self, i: usize) -> bool {
         self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
+    fn clear(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w &= !(1 << (i % 64));
+        }
+    }
     fn set(&mut self, i: usize) {
         if self.0.len() <= i / 64 {
             self.0.resize(i / 64 + 1, 0);
@@ -56,6 +61,13 @@ impl Shadow {
     /// A switch accepted block `block` of the current plan's table.
     pub(crate) fn lft_stored(&mut self, guid: Guid, block: usize) {
         self.lft.entry(guid).or_default().set(block);
+    }
+
+    /// A block is about to change: until the new contents are confirmed it is not held.
+    pub(crate) fn lft_changing(&mut self, guid: Guid, block: usize) {
+        if let Some(b) = self.lft.get_mut(&guid) {
+            b.clear(block);
+        }
     }
 
     pub(crate) fn top(&self, guid: Guid) -> Option<Lid> {

@@ -68,9 +68,11 @@ pub(crate) enum Timer {
     McastBatch,
     /// A standby's next poll of the master.
     MasterPoll,
+    /// The traps gathered since the first of a burst are looked at.
+    TrapBatch,
 }
 
-const TIMERS: usize = 4;
+const TIMERS: usize = 5;
 
 impl Timer {
     const fn slot(self) -> usize {
@@ -79,6 +81,7 @@ impl Timer {
             Timer::HeavySweep => 1,
             Timer::McastBatch => 2,
             Timer::MasterPoll => 3,
+            Timer::TrapBatch => 4,
         }
     }
     const ALL: [Timer; TIMERS] = [
@@ -86,6 +89,7 @@ impl Timer {
         Timer::HeavySweep,
         Timer::McastBatch,
         Timer::MasterPoll,
+        Timer::TrapBatch,
     ];
 }
 

@@ -238,7 +238,7 @@ impl Db {
             };
             let node = f.node(port.node);
             let end = port.exists && (node.kind != NodeKind::Switch || port.num == 0);
-            if !end {
+            if !end || !self.model.present(port.node) {
                 continue;
             }
             self.guid_port.insert(port.guid, q);
@@ -374,14 +374,20 @@ impl Db {
     // ---------------------------------------------------------------------------------
     // Lookups.
 
-    /// Every node index.
-    pub(crate) fn node_indices(&self) -> impl Iterator<Item = NodeIdx> + use<> {
-        (0..self.plan.fabric.nodes().len() as u32).map(NodeIdx)
+    /// Every node index (nodes cut off since the sweep left out).
+    pub(crate) fn node_indices(&self) -> impl Iterator<Item = NodeIdx> + '_ {
+        (0..self.plan.fabric.nodes().len() as u32)
+            .map(NodeIdx)
+            .filter(|&n| self.model.present(n))
     }
 
-    /// Every port slot index (absent slot 0 of CAs included).
-    pub(crate) fn port_indices(&self) -> impl Iterator<Item = PortIdx> + use<> {
-        (0..self.plan.fabric.ports().len() as u32).map(PortIdx)
+    /// Every port slot index (absent slot 0 of CAs included; ports of nodes cut off left
+    /// out).
+    pub(crate) fn port_indices(&self) -> impl Iterator<Item = PortIdx> + '_ {
+        let f = &self.plan.fabric;
+        (0..f.ports().len() as u32)
+            .map(PortIdx)
+            .filter(|&q| self.model.present(f.port(q).node))
     }
 
     /// The end port owning `lid` (any LID of its range).
@@ -622,6 +628,8 @@ pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
         sms: Vec::new(),
         sm_asks: 0,
         missing: Vec::new(),
+        former_peers: Default::default(),
+        absent: Default::default(),
     }
 }
 

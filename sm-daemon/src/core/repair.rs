@@ -1,0 +1,410 @@
+//! Repairs in proportion to the damage.
+//!
+//! A trap 128 (a port changed state) does not start a heavy sweep. The traps of a few
+//! milliseconds are gathered; the switches that sent them are looked at (the PortInfo of
+//! both ends of a link between two of them, every port of a switch that trapped alone), and
+//! the NodeInfo across a port that came up names what is there. What the look finds is
+//! applied to the model and the plan: only the routes that used a link that went down move,
+//! and those come back when it returns. Nodes that come back having lost their state (a
+//! rebooted switch) are read whole and programmed again. Anything the look cannot explain (a
+//! node it does not know, a question unanswered, a LID no switch holds) calls for a heavy
+//! sweep instead.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Duration;
+
+use sm_core::fabric::{Fabric, NodeIdx, PortIdx};
+use sm_mad::port_info::{self, PhysPortState};
+use sm_mad::{Guid, Lid, MadStatus, attr, node_info, smp, switch_info};
+
+use super::model::Discovered;
+use super::plan::Plan;
+use super::{Purpose, Target, Work, dest};
+
+/// How long traps are gathered before a repair looks at them.
+pub(super) const GATHER: Duration = Duration::from_millis(2);
+
+/// A change of the fabric a repair found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LinkChange {
+    /// The link between these ports went down.
+    Down(PortIdx, PortIdx),
+    /// These ports, unlinked in the model, are linked (again).
+    Up(PortIdx, PortIdx),
+}
+
+impl LinkChange {
+    /// Applies the change to a fabric (the model's or the plan's: same indices).
+    pub(super) fn apply(self, f: &mut Fabric) {
+        match self {
+            LinkChange::Down(a, _) => {
+                f.disconnect(a);
+            }
+            LinkChange::Up(a, b) => {
+                if let Err(e) = f.connect(a, b) {
+                    tracing::warn!("repair: link not taken into the model: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Reading the ports of the switches that trapped.
+    Look,
+    /// Asking who is across the ports that came up or trained again, and whether a switch
+    /// there kept its state.
+    Identify,
+    /// Reading whole the nodes that came back without their state.
+    Reread,
+}
+
+/// What the look concluded.
+#[derive(Debug)]
+pub(super) enum Found {
+    /// Nothing changed (a flap that is over, a duplicate trap).
+    Nothing,
+    /// Links changed (or trained again); these ports need their settings and states again,
+    /// and `reset` are nodes that came back without their state.
+    Changes {
+        changes: Vec<LinkChange>,
+        ports: Vec<PortIdx>,
+        reset: Vec<NodeIdx>,
+    },
+    /// Something the look cannot explain: a heavy sweep, for this reason.
+    Heavy(String),
+}
+
+/// A repair's look at the fabric.
+#[derive(Debug)]
+pub(super) struct Repair {
+    /// What started it, for the report.
+    pub(super) trigger: String,
+    /// The switches that trapped.
+    pub(super) trapped: BTreeSet<NodeIdx>,
+    queue: VecDeque<Work>,
+    step: Step,
+    /// PortInfo as read now.
+    reads: HashMap<PortIdx, port_info::Repr>,
+    /// Who answers across a port that came up or trained again: (node GUID, its port).
+    across: HashMap<PortIdx, (Guid, u8)>,
+    /// SwitchInfo of switches across such a port.
+    switch_infos: HashMap<NodeIdx, switch_info::Repr>,
+    /// The route to each node across (through the port found up).
+    paths: HashMap<NodeIdx, Vec<u8>>,
+    failed: Option<String>,
+}
+
+fn get(purpose: Purpose, attr_id: u16, modifier: u32, to: Target, key: u64) -> Work {
+    Work {
+        dest: Some(key),
+        ..Work::get(purpose, attr_id, modifier, to)
+    }
+}
+
+fn is_up(pi: &port_info::Repr) -> bool {
+    pi.port_physical_state == PhysPortState::LinkUp
+}
+
+impl Repair {
+    /// A look at the switches that hold `lids` (the issuers of the gathered traps).
+    pub(super) fn start(
+        m: &Discovered,
+        plan: &Plan,
+        lids: &BTreeSet<Lid>,
+    ) -> Result<Repair, String> {
+        let f = &plan.fabric;
+        let mut trapped = BTreeSet::new();
+        for &lid in lids {
+            let node = f
+                .switches()
+                .find(|&n| f.port_of(n, 0).is_some_and(|p| f.port(p).lid == lid))
+                .ok_or_else(|| format!("a trap came from LID {lid}, which no switch holds"))?;
+            trapped.insert(node);
+        }
+        let mut r = Repair {
+            trigger: format!(
+                "trap 128 from {}",
+                trapped
+                    .iter()
+                    .map(|&n| m.fabric.node(n).guid.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            trapped,
+            queue: VecDeque::new(),
+            step: Step::Look,
+            reads: HashMap::new(),
+            across: HashMap::new(),
+            switch_infos: HashMap::new(),
+            paths: HashMap::new(),
+            failed: None,
+        };
+        for port in r.candidates(m) {
+            let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
+            r.read_port(m, port, Target::Port(port), key);
+        }
+        Ok(r)
+    }
+
+    /// The ports worth reading: both ends of every link (present, or gone down before)
+    /// between two switches that trapped; every port of a switch that trapped alone.
+    fn candidates(&self, m: &Discovered) -> Vec<PortIdx> {
+        let f = &m.fabric;
+        let mut out = Vec::new();
+        for &s in &self.trapped {
+            let paired: Vec<PortIdx> = f
+                .node_ports(s)
+                .filter(|&p| {
+                    let peer = f.port(p).remote.or_else(|| m.former_peer(p));
+                    f.port(p).num != 0
+                        && peer.is_some_and(|r| {
+                            let t = f.port(r).node;
+                            t != s && self.trapped.contains(&t)
+                        })
+                })
+                .collect();
+            if paired.is_empty() {
+                out.extend(f.node_ports(s).filter(|&p| f.port(p).num != 0));
+            } else {
+                out.extend(paired);
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    fn read_port(&mut self, m: &Discovered, port: PortIdx, to: Target, key: u64) {
+        let num = u32::from(m.fabric.port(port).num);
+        self.queue.push_back(get(
+            Purpose::RepairPortInfo { port },
+            attr::PORT_INFO,
+            num,
+            to,
+            key,
+        ));
+    }
+
+    /// The next Get to send.
+    pub(super) fn next_work(&mut self) -> Option<Work> {
+        self.queue.pop_front()
+    }
+
+    /// A Get went unanswered: the look cannot be trusted.
+    pub(super) fn on_lost(&mut self, w: &Work) {
+        self.failed
+            .get_or_insert_with(|| format!("the repair's {:?} went unanswered", w.purpose));
+    }
+
+    /// An answer to one of the look's Gets.
+    pub(super) fn on_answer(&mut self, m: &Discovered, purpose: Purpose, s: &smp::Repr) {
+        if s.status != MadStatus::OK {
+            self.failed
+                .get_or_insert_with(|| format!("{purpose:?}: status {:#06x}", s.status.0));
+            return;
+        }
+        match purpose {
+            Purpose::RepairPortInfo { port } => {
+                if let Ok(pi) = s.attribute::<port_info::Repr>() {
+                    self.reads.insert(port, pi);
+                }
+            }
+            Purpose::RepairNodeInfo { port } => {
+                let Ok(ni) = s.attribute::<node_info::Repr>() else {
+                    return;
+                };
+                self.across.insert(port, (ni.node_guid, ni.local_port_num));
+                let Some(n) = m.fabric.node_by_guid(ni.node_guid) else {
+                    return;
+                };
+                let mut path = m.route_to(port).map(<[u8]>::to_vec).unwrap_or_default();
+                path.push(m.fabric.port(port).num);
+                if self.paths.contains_key(&n) {
+                    return;
+                }
+                self.paths.insert(n, path.clone());
+                let key = dest::node(ni.node_guid);
+                if m.is_switch(n) {
+                    // Did it keep its state? Its LinearFDBTop says.
+                    self.queue.push_back(get(
+                        Purpose::RepairSwitchInfo { node: n },
+                        attr::SWITCH_INFO,
+                        0,
+                        Target::Path(path),
+                        key,
+                    ));
+                } else if let Some(q) = m.fabric.port_of(n, ni.local_port_num) {
+                    // A host's port: its LID says whether it kept its state.
+                    self.read_port(m, q, Target::Path(path), key);
+                }
+            }
+            Purpose::RepairSwitchInfo { node } => {
+                if let Ok(si) = s.attribute::<switch_info::Repr>() {
+                    self.switch_infos.insert(node, si);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// When the look has nothing more to ask: what it found. `None`: it asked more.
+    pub(super) fn conclude(&mut self, m: &Discovered, plan: &Plan) -> Option<Found> {
+        if let Some(why) = self.failed.take() {
+            return Some(Found::Heavy(why));
+        }
+        let f = &m.fabric;
+        match self.step {
+            Step::Look => {
+                self.step = Step::Identify;
+                // Who is across every port that came up or trained again?
+                let mut ask: Vec<PortIdx> = self
+                    .reads
+                    .iter()
+                    .filter(|(p, pi)| {
+                        is_up(pi) && (f.port(**p).remote.is_none() || bounced(m, **p, pi))
+                    })
+                    .map(|(&p, _)| p)
+                    .collect();
+                ask.sort();
+                for port in ask {
+                    let Some(mut path) = m.route_to(port).map(<[u8]>::to_vec) else {
+                        continue;
+                    };
+                    path.push(f.port(port).num);
+                    let key = dest::behind(f.node(f.port(port).node).guid, f.port(port).num);
+                    self.queue.push_back(get(
+                        Purpose::RepairNodeInfo { port },
+                        attr::NODE_INFO,
+                        0,
+                        Target::Path(path),
+                        key,
+                    ));
+                }
+                if !self.queue.is_empty() {
+                    return None;
+                }
+            }
+            Step::Identify => {
+                self.step = Step::Reread;
+                // Switches that came back empty are read whole.
+                let reset: Vec<NodeIdx> = self
+                    .switch_infos
+                    .iter()
+                    .filter(|(_, si)| si.linear_fdb_top != plan.max_lid)
+                    .map(|(&n, _)| n)
+                    .collect();
+                for n in reset {
+                    let Some(path) = self.paths.get(&n).cloned() else {
+                        continue;
+                    };
+                    let key = dest::node(f.node(n).guid);
+                    for q in f.node_ports(n).collect::<Vec<_>>() {
+                        if !self.reads.contains_key(&q) {
+                            self.read_port(m, q, Target::Path(path.clone()), key);
+                        }
+                    }
+                }
+                if !self.queue.is_empty() {
+                    return None;
+                }
+            }
+            Step::Reread => {}
+        }
+        Some(self.found(m, plan))
+    }
+
+    fn found(&self, m: &Discovered, plan: &Plan) -> Found {
+        let f = &m.fabric;
+        let mut changes = Vec::new();
+        let mut ports = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut reads: Vec<(&PortIdx, &port_info::Repr)> = self.reads.iter().collect();
+        reads.sort_by_key(|(p, _)| **p);
+        for (&p, pi) in reads {
+            let port = f.port(p);
+            let remote = port.remote;
+            if let Some(r) = remote {
+                if !is_up(pi) {
+                    if seen.insert(p.min(r)) {
+                        changes.push(LinkChange::Down(p, r));
+                    }
+                    continue;
+                }
+                if !bounced(m, p, pi) {
+                    continue;
+                }
+            } else if !is_up(pi) || port.num == 0 {
+                continue;
+            }
+            // Up, or trained again: who is across?
+            let Some(&(guid, num)) = self.across.get(&p) else {
+                // A host port read through its own route: nothing across to ask.
+                continue;
+            };
+            let Some(q) = f.node_by_guid(guid).and_then(|n| f.port_of(n, num)) else {
+                return Found::Heavy(format!(
+                    "a node not in the model ({guid}) is behind {}[{}]",
+                    f.node(port.node).guid,
+                    port.num
+                ));
+            };
+            match (remote, f.port(q).remote) {
+                (None, None) => {
+                    if seen.insert(p.min(q)) {
+                        changes.push(LinkChange::Up(p, q));
+                    }
+                }
+                (Some(r), _) if r == q => {}
+                _ => {
+                    return Found::Heavy(format!(
+                        "{}[{}] is cabled to {guid}[{num}], which the model has elsewhere",
+                        f.node(port.node).guid,
+                        port.num
+                    ));
+                }
+            }
+            ports.push(p);
+            ports.push(q);
+        }
+        let reset: Vec<NodeIdx> = self
+            .switch_infos
+            .iter()
+            .filter(|(_, si)| si.linear_fdb_top != plan.max_lid)
+            .map(|(&n, _)| n)
+            .collect();
+        for &n in &reset {
+            ports.extend(f.node_ports(n));
+        }
+        ports.sort();
+        ports.dedup();
+        if changes.is_empty() && ports.is_empty() {
+            Found::Nothing
+        } else {
+            Found::Changes {
+                changes,
+                ports,
+                reset,
+            }
+        }
+    }
+
+    /// The PortInfo read of a port, to take into the model.
+    pub(super) fn reads(&self) -> impl Iterator<Item = (PortIdx, &port_info::Repr)> + '_ {
+        self.reads.iter().map(|(&p, pi)| (p, pi))
+    }
+
+    /// The SwitchInfo read of a switch across a port that came up.
+    pub(super) fn switch_info(&self, n: NodeIdx) -> Option<&switch_info::Repr> {
+        self.switch_infos.get(&n)
+    }
+}
+
+/// A linked port that trained again since the model saw it ACTIVE (its neighbour rebooted,
+/// or the cable was pulled and put back between two looks).
+fn bounced(m: &Discovered, p: PortIdx, now: &port_info::Repr) -> bool {
+    use sm_mad::port_info::PortState;
+    let was = m.port_info(p).map(|pi| pi.port_state);
+    was == Some(PortState::Active) && now.port_state == PortState::Init
+}
