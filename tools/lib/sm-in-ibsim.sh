@@ -4,12 +4,18 @@
 #   find_ibsm HERE          sets IBSM (IBSM, HERE/target/release/ibsm, .../debug/ibsm, PATH)
 #   need TOOL...            dies with an install hint when a tool or the shim is missing
 #   per_sm NAME SMS VAR=... runs "$0 --inner SCRATCH" once per SM in a new namespace, with
-#                           SM and the VAR=... settings in its environment; the scratch
-#                           directory is removed unless the run failed or KEEP_SCRATCH is set
+#                           SM and the VAR=... settings in its environment, for at most
+#                           SM_TIMEOUT seconds (default 1800); the scratch directory is
+#                           removed unless the run failed or KEEP_SCRATCH is set
 #   start_sm LOG_LEVEL      (inside the namespace, in the scratch directory) starts ibsim on
-#                           NET, waits for it, starts SM on SIM_HOST (default Hca1); defines
-#                           t() (a diag run on CLIENT, default Hca2, under the shim, with the
-#                           timeout given first) and stops both on exit
+#                           NET, sized for it (ibsim_limits), waits for it, starts SM on
+#                           SIM_HOST (default Hca1); defines t() (a diag run on CLIENT, default
+#                           Hca2, under the shim, with the timeout given first) and stops both
+#                           on exit. With SIM_CONSOLE set, ibsim reads console commands from
+#                           the fifo ./console, which sim_cmd writes to
+#   sim_cmd LINE            one console command to ibsim (Unlink "sw"[3], ReLink "sw"[3], ...);
+#                           nothing acknowledges it: ibsim answers errors in ibsim.log
+#   ibsim_limits NET        the -N -S -P flags NET needs (never below ibsim's defaults)
 #
 # Scripts set `die` before sourcing. Needs ibsim-utils libumad2sim0 infiniband-diags opensm.
 
@@ -41,7 +47,7 @@ per_sm() {
         scratch=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
         rc=0
         env SHIM="$SHIM" IBSM="$IBSM" SM="$sm" "$@" \
-            timeout --kill-after=10 1800 unshare -n "$0" --inner "$scratch" || rc=$?
+            timeout --kill-after=10 "${SM_TIMEOUT:-1800}" unshare -n "$0" --inner "$scratch" || rc=$?
         if [[ $rc -ne 0 || -n ${KEEP_SCRATCH:-} ]]; then
             echo "$name: $sm logs kept in $scratch" >&2
         else
@@ -51,10 +57,26 @@ per_sm() {
     done
 }
 
+ibsim_limits() {
+    awk '/^Switch/ {s++; p += $2 + 1} /^(Ca|Hca|Rt)/ {c++; p += $2}
+        END {n = s + c; printf "-N %d -S %d -P %d", (n > 2048 ? n : 2048), (s > 256 ? s : 256), (p + 1 > 13312 ? p + 1 : 13312)}' "$1"
+}
+
 start_sm() {
-    local level=$1
+    local level=$1 limits
     ip link set lo up
-    ibsim -s "$NET" --no-console > ibsim.log 2>&1 &
+    limits=$(ibsim_limits "$NET")
+    if [[ -n ${SIM_CONSOLE:-} ]]; then
+        # Held open both ways on fd 9: ibsim never reads an end of file, sim_cmd writes.
+        rm -f console
+        mkfifo console
+        exec 9<> console
+        # shellcheck disable=SC2086
+        ibsim -s "$NET" $limits < console > ibsim.log 2>&1 &
+    else
+        # shellcheck disable=SC2086
+        ibsim -s "$NET" --no-console $limits > ibsim.log 2>&1 &
+    fi
     sim=$!
     smpid=
     trap 'stop_sm' EXIT
@@ -70,8 +92,9 @@ start_sm() {
         smpid=$!
     else
         mkdir -p osm
+        # -d 2: the log is flushed line by line, so that it can be read while OpenSM runs.
         SIM_HOST=$host LD_PRELOAD=$SHIM OSM_TMP_DIR=$PWD/osm OSM_CACHE_DIR=$PWD/osm \
-            opensm -f "$PWD/osm/osm.log" > sm.log 2>&1 &
+            opensm -f "$PWD/osm/osm.log" -d 2 > sm.log 2>&1 &
         smpid=$!
     fi
 }
@@ -80,6 +103,9 @@ stop_sm() {
     [[ -n ${smpid:-} ]] && { kill "$smpid" 2>/dev/null; wait "$smpid" 2>/dev/null || true; }
     kill "$sim" 2>/dev/null
     wait "$sim" 2>/dev/null || true
+    [[ -z ${SIM_CONSOLE:-} ]] || exec 9>&-
 }
+
+sim_cmd() { printf '%s\n' "$*" >&9; }
 
 t() { local secs=$1; shift; SIM_HOST=$client LD_PRELOAD=$SHIM timeout "$secs" "$@"; }
