@@ -187,6 +187,142 @@ impl<I, T: fmt::Debug> fmt::Debug for IdxVec<I, T> {
     }
 }
 
+/// Elements per chunk of a [`CowVec`]: a change copies at most this many.
+const COW_CHUNK: usize = 256;
+
+/// A vector addressed by one index type whose clones share storage: it is kept in chunks
+/// behind `Arc`s, a clone copies only the chunk pointers, and a change copies only the
+/// chunk it falls in while another clone holds it. For models a snapshot holds while the
+/// live copy changes in a few places.
+pub struct CowVec<I, T> {
+    chunks: Vec<std::sync::Arc<Vec<T>>>,
+    len: usize,
+    _idx: PhantomData<fn(I)>,
+}
+
+impl<I, T> Clone for CowVec<I, T> {
+    fn clone(&self) -> Self {
+        CowVec {
+            chunks: self.chunks.clone(),
+            len: self.len,
+            _idx: PhantomData,
+        }
+    }
+}
+
+impl<I: Idx, T: Clone> CowVec<I, T> {
+    pub fn new() -> Self {
+        CowVec {
+            chunks: Vec::new(),
+            len: 0,
+            _idx: PhantomData,
+        }
+    }
+
+    /// `n` copies of `value`.
+    pub fn filled(value: T, n: usize) -> Self {
+        std::iter::repeat_n(value, n).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends and returns the new element's index.
+    pub fn push(&mut self, v: T) -> I {
+        let i = I::from_u32(self.len as u32);
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < COW_CHUNK => std::sync::Arc::make_mut(c).push(v),
+            _ => {
+                let mut c = Vec::with_capacity(COW_CHUNK);
+                c.push(v);
+                self.chunks.push(std::sync::Arc::new(c));
+            }
+        }
+        self.len += 1;
+        i
+    }
+
+    #[inline]
+    pub fn get(&self, i: I) -> Option<&T> {
+        let i = i.index();
+        self.chunks.get(i / COW_CHUNK)?.get(i % COW_CHUNK)
+    }
+
+    /// The element, its chunk copied first if a clone shares it.
+    #[inline]
+    pub fn get_mut(&mut self, i: I) -> Option<&mut T> {
+        let i = i.index();
+        let c = self.chunks.get_mut(i / COW_CHUNK)?;
+        std::sync::Arc::make_mut(c).get_mut(i % COW_CHUNK)
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        self.chunks.iter().flat_map(|c| c.iter())
+    }
+
+    /// Elements with their indices.
+    pub fn iter_enumerated(&self) -> impl Iterator<Item = (I, &T)> + '_ {
+        self.indices().zip(self.iter())
+    }
+
+    /// Every index, in order.
+    pub fn indices(&self) -> impl DoubleEndedIterator<Item = I> + use<I, T> {
+        (0..self.len as u32).map(I::from_u32)
+    }
+}
+
+impl<I: Idx, T: Clone> Default for CowVec<I, T> {
+    fn default() -> Self {
+        CowVec::new()
+    }
+}
+
+impl<I: Idx, T: Clone> FromIterator<T> for CowVec<I, T> {
+    fn from_iter<It: IntoIterator<Item = T>>(it: It) -> Self {
+        let mut v = CowVec::new();
+        for x in it {
+            v.push(x);
+        }
+        v
+    }
+}
+
+impl<I: Idx, T: Clone> From<IdxVec<I, T>> for CowVec<I, T> {
+    fn from(v: IdxVec<I, T>) -> Self {
+        v.items.into_iter().collect()
+    }
+}
+
+impl<I: Idx, T: Clone> std::ops::Index<I> for CowVec<I, T> {
+    type Output = T;
+    #[inline]
+    fn index(&self, i: I) -> &T {
+        let i = i.index();
+        &self.chunks[i / COW_CHUNK][i % COW_CHUNK]
+    }
+}
+
+impl<I: Idx, T: Clone> std::ops::IndexMut<I> for CowVec<I, T> {
+    #[inline]
+    fn index_mut(&mut self, i: I) -> &mut T {
+        let i = i.index();
+        &mut std::sync::Arc::make_mut(&mut self.chunks[i / COW_CHUNK])[i % COW_CHUNK]
+    }
+}
+
+impl<I, T: fmt::Debug> fmt::Debug for CowVec<I, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.chunks.iter().flat_map(|c| c.iter()))
+            .finish()
+    }
+}
+
 /// An index or nothing, in the space of the index (`u32::MAX` means none).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct OptIdx<I> {
@@ -264,5 +400,28 @@ mod tests {
         assert_eq!(OptIdx::some(T(7)).get(), Some(T(7)));
         assert_eq!(OptIdx::from(Some(T(3))).get(), Some(T(3)));
         assert_eq!(std::mem::size_of::<OptIdx<T>>(), 4);
+    }
+
+    #[test]
+    fn cow_vectors_copy_only_the_chunk_that_changes() {
+        let n = COW_CHUNK * 3 + 5;
+        let v: CowVec<T, u32> = (0..n as u32).collect();
+        assert_eq!(v.len(), n);
+        let mut w = v.clone();
+        w[T(COW_CHUNK as u32 + 1)] = 99;
+        *w.get_mut(T(n as u32 - 1)).unwrap() = 98;
+        assert_eq!(w.get(T(n as u32)), None);
+        // The snapshot is untouched; untouched chunks are shared, touched ones are not.
+        assert!(v.iter().copied().eq(0..n as u32));
+        assert_eq!(w[T(COW_CHUNK as u32 + 1)], 99);
+        assert_eq!(w[T(n as u32 - 1)], 98);
+        let shared: Vec<bool> = (0..4)
+            .map(|c| std::sync::Arc::ptr_eq(&v.chunks[c], &w.chunks[c]))
+            .collect();
+        assert_eq!(shared, [true, false, true, false]);
+        assert_eq!(
+            w.iter_enumerated().nth(COW_CHUNK + 1),
+            Some((T(COW_CHUNK as u32 + 1), &99))
+        );
     }
 }

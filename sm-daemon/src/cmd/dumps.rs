@@ -93,7 +93,7 @@ impl Dumps {
                 }
                 DumpKind::Pkeys => {
                     if absent {
-                        let mut pkeys = plan.pkeys.clone();
+                        let mut pkeys = (*plan.pkeys).clone();
                         let pf = &plan.fabric;
                         pkeys.end_ports.retain(|t| present(pf.port(t.port).node));
                         pkeys.switch_ports.retain(|t| present(pf.port(t.port).node));

@@ -54,13 +54,13 @@ pub(super) struct Discovery {
     missing: Vec<Missing>,
 }
 
-fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: &[u8], dest: DestKey) -> Work {
+fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: DrPath, dest: DestKey) -> Work {
     Work {
         purpose,
         method: Method::Get,
         attr: attr_id,
         modifier,
-        to: Target::Path(path.to_vec()),
+        to: Target::Path(path),
         data: None,
         retries: None,
         dest: Some(dest),
@@ -82,7 +82,7 @@ impl Discovery {
             },
             attr::NODE_INFO,
             0,
-            &[],
+            DrPath::new(),
             dest::UNKNOWN,
         ));
         d
@@ -162,12 +162,12 @@ impl Discovery {
         self.own.map(|p| self.fabric.port(p).guid)
     }
 
-    fn route_to(&self, p: PortIdx) -> Option<&[u8]> {
+    fn route_to(&self, p: PortIdx) -> Option<DrPath> {
         let n = self.fabric.port(p).node;
         if self.fabric.node(n).kind == NodeKind::Switch {
-            Some(&self.nodes[n].path)
+            Some(self.nodes[n].path)
         } else {
-            self.ports[p].path.as_deref()
+            self.ports[p].path
         }
     }
 
@@ -212,7 +212,7 @@ impl Discovery {
         let lp = info.local_port_num;
         let node = match self.fabric.node_by_guid(info.node_guid) {
             Some(n) => n,
-            None => match self.add_node(&info, &path) {
+            None => match self.add_node(&info, path) {
                 Some(n) => n,
                 None => return,
             },
@@ -225,12 +225,12 @@ impl Discovery {
             if let Err(e) = self.fabric.set_port_guid(port, info.port_guid) {
                 tracing::warn!(node = %info.node_guid, port = lp, "port GUID not taken: {e}");
             }
-            self.ports[port].path = Some(path.clone());
+            self.ports[port].path = Some(path);
             self.queue.push_back(get(
                 Purpose::PortInfo { port },
                 attr::PORT_INFO,
                 u32::from(lp),
-                &path,
+                path,
                 dest::node(info.node_guid),
             ));
         }
@@ -245,7 +245,7 @@ impl Discovery {
     }
 
     /// A node seen for the first time: into the model, and its attributes asked for.
-    fn add_node(&mut self, info: &node_info::Repr, path: &[u8]) -> Option<NodeIdx> {
+    fn add_node(&mut self, info: &node_info::Repr, path: DrPath) -> Option<NodeIdx> {
         let kind = match info.node_type {
             node_info::NodeType::Switch => NodeKind::Switch,
             node_info::NodeType::Router => NodeKind::Router,
@@ -274,7 +274,7 @@ impl Discovery {
         self.nodes.push(NodeFacts {
             info: *info,
             switch_info: None,
-            path: path.to_vec(),
+            path,
         });
         self.ports
             .resize(self.fabric.ports().len(), PortFacts::default());
@@ -314,7 +314,7 @@ impl Discovery {
         let (num, node, linked_already) = (p.num, p.node, p.remote.is_some());
         let is_switch = self.fabric.node(node).kind == NodeKind::Switch;
         let own = self.own == Some(port);
-        let Some(path) = self.route_to(port).map(<[u8]>::to_vec) else {
+        let Some(path) = self.route_to(port) else {
             return;
         };
         let end = !is_switch || num == 0;
@@ -323,21 +323,20 @@ impl Discovery {
             self.sm_asks += 1;
             let to = dest::node(self.fabric.node(node).guid);
             self.queue
-                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, &path, to));
+                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, path, to));
         }
         let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
-        if linked && !linked_already && (is_switch || own) && path.len() < smp::MAX_HOPS as usize {
-            let mut next = path;
-            next.push(num);
+        let mut next = path;
+        if linked && !linked_already && (is_switch || own) && next.push(num) {
             let node_guid = self.fabric.node(node).guid;
             let w = get(
                 Purpose::NodeInfo {
-                    path: next.clone(),
+                    path: next,
                     from: Some(port),
                 },
                 attr::NODE_INFO,
                 0,
-                &next,
+                next,
                 dest::behind(node_guid, num),
             );
             if w.dest.is_some_and(|d| self.skip.contains(&d)) {
@@ -353,7 +352,7 @@ impl Discovery {
 
     fn on_sm_info(&mut self, port: PortIdx, info: sm_info::Repr) {
         let lid = self.ports[port].info.map_or(Lid(0), |pi| pi.lid);
-        let path = self.route_to(port).map(<[u8]>::to_vec).unwrap_or_default();
+        let path = self.route_to(port).unwrap_or_default();
         self.sms.retain(|r| r.guid != info.guid);
         self.sms.push(RemoteSm {
             guid: info.guid,
@@ -391,8 +390,8 @@ impl Discovery {
         }
         Ok(Discovered {
             fabric: self.fabric,
-            nodes: self.nodes,
-            ports: self.ports,
+            nodes: self.nodes.into(),
+            ports: self.ports.into(),
             own,
             sms: self.sms,
             sm_asks: self.sm_asks,

@@ -10,6 +10,7 @@
 //! polls in a row go unanswered, or as soon as the master says it is no longer master, it
 //! sweeps again as Discovering, and the best remaining SM takes over.
 
+use super::model::DrPath;
 use std::time::Duration;
 
 use sm_mad::sm_info::{self, SmInfoControl, SmState};
@@ -26,7 +27,7 @@ pub struct RemoteSm {
     pub state: SmState,
     pub act_count: u32,
     /// Directed route to its port (empty when only its LID is known).
-    pub(super) path: Vec<u8>,
+    pub(super) path: DrPath,
 }
 
 /// Why an SMInfo goes to another SM.
@@ -424,7 +425,7 @@ impl Election {
             remote
                 .iter()
                 .find(|r| r.guid == g)
-                .map(|r| r.path.clone())
+                .map(|r| r.path)
                 .unwrap_or_default()
         };
         match SmInfoControl::from(modifier) {
@@ -471,7 +472,7 @@ impl Election {
                     priority: from.priority,
                     state: from.sm_state,
                     act_count: from.act_count,
-                    path: Vec::new(),
+                    path: DrPath::new(),
                 };
                 self.stand_down(now, m)
             }
@@ -542,7 +543,7 @@ mod tests {
             priority,
             state,
             act_count: 0,
-            path: vec![1],
+            path: DrPath::try_from(&[1u8][..]).unwrap(),
         }
     }
 

@@ -696,7 +696,7 @@ impl Sm {
             Target::Lid(_) => Ok(Route::Lid),
             Target::Path(path) => smp::Directed::along(path).map(Route::Directed),
             Target::Port(p) => match self.model.as_ref().and_then(|m| m.route_to(*p)) {
-                Some(path) => smp::Directed::along(path).map(Route::Directed),
+                Some(path) => smp::Directed::along(&path).map(Route::Directed),
                 None => {
                     tracing::debug!(?w.purpose, "no route to the port; not sent");
                     return;
@@ -1028,7 +1028,11 @@ impl Sm {
         let heavy = next.scope.is_none();
         self.phase = Phase::Program(next);
         if stage == Stage::Mcast {
-            self.install_sa_db(now);
+            // A repair hands the SA its snapshot when done: building it is not part of
+            // the time the routes are broken.
+            if heavy {
+                self.install_sa_db(now);
+            }
             // A repair's model holds MulticastFDBTops as the last discovery read them.
             if let (Some(m), true) = (&self.model, heavy) {
                 self.mcast.remember_tops(m);
@@ -1144,8 +1148,12 @@ impl Sm {
             tracing::warn!(sweep = r.sweep, errors = ?r.errors, "sweep incomplete; sweeping again");
         }
         let failed = !r.subnet_up;
+        let repair = !r.heavy;
         self.events.push_back(Event::SweepDone(Box::new(r.clone())));
         self.phase = Phase::Idle;
+        if repair {
+            self.install_sa_db(now);
+        }
         if failed {
             // Back off so a fault that persists does not turn into a sweep storm.
             self.timers
@@ -1301,7 +1309,7 @@ impl Sm {
                     Answered::Arrived(port) => {
                         self.reregistered.insert(m.fabric.port(port).guid);
                     }
-                    Answered::Again(w) => self.queue.push_front(w),
+                    Answered::Again(w) => self.queue.push_front(*w),
                     Answered::Failed(e) => self.sweep.report.errors.push(e),
                 }
             }
@@ -1710,7 +1718,7 @@ impl Sm {
         let to_target = if to.lid.0 != 0 && to.lid != Lid::PERMISSIVE {
             Target::Lid(to.lid)
         } else if !to.path.is_empty() {
-            Target::Path(to.path.clone())
+            Target::Path(to.path)
         } else {
             tracing::debug!(to = %to.guid, "no way to reach that SM");
             if why == Ask::Poll {

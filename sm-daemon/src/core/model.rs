@@ -7,13 +7,84 @@
 //! it current (a GetResp carries the attribute as the node now holds it).
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
-use sm_core::idx::IdxVec;
+use sm_core::idx::{CowVec, IdxVec};
 use sm_mad::{Guid, Lid, node_info, port_info, switch_info};
 
 use super::election::RemoteSm;
 
 /// Exit ports of a directed route after the SM's own port (empty: the SM's own node).
-pub type DrPath = Vec<u8>;
+/// Held inline: a model of a large fabric holds one per node and CA port, and a repair
+/// that copies part of the model copies them without allocating.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DrPath {
+    len: u8,
+    hops: [u8; DrPath::CAPACITY],
+}
+
+impl DrPath {
+    /// The most hops a directed route has (IBA: 63 after the SM's port).
+    pub const CAPACITY: usize = sm_mad::smp::MAX_HOPS as usize;
+
+    pub const fn new() -> Self {
+        DrPath {
+            len: 0,
+            hops: [0; DrPath::CAPACITY],
+        }
+    }
+
+    /// Appends a hop; false (and unchanged) when the route is already as long as a
+    /// directed route can be.
+    #[must_use]
+    pub fn push(&mut self, exit: u8) -> bool {
+        let Some(slot) = self.hops.get_mut(usize::from(self.len)) else {
+            return false;
+        };
+        *slot = exit;
+        self.len += 1;
+        true
+    }
+
+    pub fn reverse(&mut self) {
+        self.hops[..usize::from(self.len)].reverse();
+    }
+}
+
+impl Default for DrPath {
+    fn default() -> Self {
+        DrPath::new()
+    }
+}
+
+impl std::ops::Deref for DrPath {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.hops[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for DrPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl TryFrom<&[u8]> for DrPath {
+    type Error = TooLong;
+    fn try_from(hops: &[u8]) -> Result<Self, TooLong> {
+        let mut p = DrPath::new();
+        p.hops
+            .get_mut(..hops.len())
+            .ok_or(TooLong(hops.len()))?
+            .copy_from_slice(hops);
+        p.len = hops.len() as u8;
+        Ok(p)
+    }
+}
+
+/// A directed route longer than IBA allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a directed route of {0} hops (at most {cap})", cap = DrPath::CAPACITY)]
+pub struct TooLong(pub usize);
 
 /// What a node told us.
 #[derive(Debug, Clone)]
@@ -61,8 +132,8 @@ impl Missing {
 pub struct Discovered {
     /// Topology, nodes in GUID order; `Port::lid` is the LID the port reported.
     pub fabric: Fabric,
-    pub nodes: IdxVec<NodeIdx, NodeFacts>,
-    pub ports: IdxVec<PortIdx, PortFacts>,
+    pub nodes: CowVec<NodeIdx, NodeFacts>,
+    pub ports: CowVec<PortIdx, PortFacts>,
     /// The SM's own port.
     pub own: PortIdx,
     /// Other SMs that answered their SMInfo.
@@ -129,13 +200,27 @@ impl Discovered {
     }
 
     /// The route to the agent that answers for port `p`.
-    pub fn route_to(&self, p: PortIdx) -> Option<&[u8]> {
+    pub fn route_to(&self, p: PortIdx) -> Option<DrPath> {
         let n = self.fabric.port(p).node;
         if self.is_switch(n) {
-            Some(&self.nodes[n].path)
-        } else {
-            self.ports[p].path.as_deref()
+            return Some(self.nodes[n].path);
         }
+        match self.switch_behind(p) {
+            // Through the switch it hangs on: that route is kept current.
+            Some(r) => {
+                let mut path = self.nodes[self.fabric.port(r).node].path;
+                path.push(self.fabric.port(r).num).then_some(path)
+            }
+            None => self.ports[p].path,
+        }
+    }
+
+    /// The switch port a CA or router port hangs on, unless the port is on the SM's own
+    /// node (reached without crossing that link).
+    fn switch_behind(&self, p: PortIdx) -> Option<PortIdx> {
+        let f = &self.fabric;
+        let r = f.port(p).remote?;
+        (f.port(p).node != f.port(self.own).node && self.is_switch(f.port(r).node)).then_some(r)
     }
 
     /// PortInfo of `p`, when known.
@@ -203,66 +288,81 @@ impl Discovered {
     /// is now); nodes no link reaches become absent, and absent nodes reached again present.
     pub(super) fn reconnect(&mut self) -> Reconnected {
         let f = &self.fabric;
-        // Breadth-first from the SM's node, through switches only (CAs are leaves).
-        let mut route: IdxVec<NodeIdx, Option<DrPath>> = IdxVec::filled(None, f.nodes().len());
+        // Breadth-first from the SM's node, through switches only (CAs are leaves). Each
+        // node reached keeps the node and exit port it was reached by (and its hops); a
+        // route is spelled out only for the agents whose old one broke.
         let start = f.port(self.own).node;
-        route[start] = Some(DrPath::new());
+        let mut via: IdxVec<NodeIdx, Option<(NodeIdx, u8)>> = IdxVec::filled(None, f.nodes().len());
+        let mut hops: IdxVec<NodeIdx, u8> = IdxVec::filled(0, f.nodes().len());
+        let mut reached: IdxVec<NodeIdx, bool> = IdxVec::filled(false, f.nodes().len());
+        // CA and router ports: the first (shortest) way in.
+        let mut arrive: IdxVec<PortIdx, Option<(NodeIdx, u8)>> =
+            IdxVec::filled(None, f.ports().len());
+        reached[start] = true;
         let mut queue = std::collections::VecDeque::from([start]);
-        let mut arrive: std::collections::HashMap<PortIdx, DrPath> = Default::default();
         while let Some(n) = queue.pop_front() {
-            let Some(here) = route[n].clone() else {
+            if usize::from(hops[n]) >= sm_mad::smp::MAX_HOPS as usize {
                 continue;
-            };
-            let exits: Vec<PortIdx> = if self.is_switch(n) {
-                f.node_ports(n).filter(|&p| f.port(p).num != 0).collect()
-            } else if n == start {
-                vec![self.own]
-            } else {
-                Vec::new()
-            };
+            }
+            let switch = self.is_switch(n);
+            let exits = f.node_ports(n).filter(|&p| {
+                if switch {
+                    f.port(p).num != 0
+                } else {
+                    p == self.own && n == start
+                }
+            });
             for p in exits {
-                let Some(r) = f.port(p).remote else { continue };
-                let mut next = here.clone();
-                next.push(f.port(p).num);
-                if next.len() > sm_mad::smp::MAX_HOPS as usize {
-                    continue;
-                }
+                let port = f.port(p);
+                let Some(r) = port.remote else { continue };
                 let t = f.port(r).node;
-                if !self.is_switch(t) {
-                    arrive.entry(r).or_insert_with(|| next.clone());
+                if !self.is_switch(t) && arrive[r].is_none() {
+                    arrive[r] = Some((n, port.num));
                 }
-                if route[t].is_none() {
-                    route[t] = Some(next);
+                if !reached[t] {
+                    reached[t] = true;
+                    via[t] = Some((n, port.num));
+                    hops[t] = hops[n] + 1;
                     queue.push_back(t);
                 }
             }
         }
+        let path_to = |mut n: NodeIdx| -> DrPath {
+            let mut path = DrPath::new();
+            while let Some((up, exit)) = via[n] {
+                // No more hops than the search went deep: it fits.
+                let _ = path.push(exit);
+                n = up;
+            }
+            path.reverse();
+            path
+        };
         let mut out = Reconnected::default();
         let arrives = |d: &Discovered, path: &[u8], n: NodeIdx| {
             d.follow(path).is_some_and(|p| d.fabric.port(p).node == n)
         };
         for n in self.nodes.indices() {
-            let reached = route[n].is_some();
-            match (reached, self.absent.contains(&n)) {
+            match (reached[n], self.absent.contains(&n)) {
                 (false, false) => out.gone.push(n),
                 (true, true) => out.back.push(n),
                 _ => {}
             }
-            if self.is_switch(n) && !arrives(self, &self.nodes[n].path, n) {
-                if let Some(path) = route[n].take() {
-                    self.nodes[n].path = path;
-                    out.paths += 1;
-                }
+            if reached[n] && self.is_switch(n) && !arrives(self, &self.nodes[n].path, n) {
+                self.nodes[n].path = path_to(n);
+                out.paths += 1;
             }
         }
         for q in self.ports.indices() {
             let Some(path) = &self.ports[q].path else {
                 continue;
             };
-            if self.follow(path) != Some(q) {
-                if let Some(path) = arrive.remove(&q) {
-                    self.ports[q].path = Some(path);
-                    out.paths += 1;
+            if self.switch_behind(q).is_none() && self.follow(path) != Some(q) {
+                if let Some((up, exit)) = arrive[q] {
+                    let mut path = path_to(up);
+                    if path.push(exit) {
+                        self.ports[q].path = Some(path);
+                        out.paths += 1;
+                    }
                 }
             }
         }
@@ -294,7 +394,7 @@ impl Discovered {
         Discovered {
             fabric,
             nodes: nodes.into_iter().flatten().collect(),
-            ports,
+            ports: ports.into(),
             own: port_map[self.own],
             sms: self.sms,
             sm_asks: self.sm_asks,

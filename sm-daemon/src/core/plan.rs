@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sm_core::dump::{Lfts, SwitchLft};
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
-use sm_core::idx::{IdxVec, OptIdx};
+use sm_core::idx::{CowVec, IdxVec, OptIdx};
 use sm_core::lid::{LidError, LidStore};
 use sm_core::partitions::{PKeyTables, pkey_tables_with};
 use sm_core::qos::{self, PortKind};
@@ -77,10 +77,10 @@ pub struct Plan {
     /// Wall time of the routing run (zero without a stopwatch).
     pub routing_time: Duration,
     /// The PortInfo each port should hold; `None` where the port's own is unknown.
-    pub settings: Arc<IdxVec<PortIdx, Option<port_info::Repr>>>,
+    pub settings: CowVec<PortIdx, Option<port_info::Repr>>,
     /// P_Key, SL2VL and VLArb blocks, in port order.
-    pub tables: Vec<TableBlock>,
-    pub pkeys: PKeyTables,
+    pub tables: Arc<Vec<TableBlock>>,
+    pub pkeys: Arc<PKeyTables>,
 }
 
 impl Plan {
@@ -137,9 +137,9 @@ impl Plan {
             fallbacks: Vec::new(),
             ar_hints: None,
             routing_time: Duration::ZERO,
-            settings: Arc::new(IdxVec::filled(None, fabric.ports().len())),
-            tables: Vec::new(),
-            pkeys,
+            settings: CowVec::filled(None, fabric.ports().len()),
+            tables: Arc::default(),
+            pkeys: Arc::new(pkeys),
             fabric,
         }
     }
@@ -211,9 +211,9 @@ pub fn plan(
         fallbacks: routed.fallbacks,
         ar_hints: routed.ar_hints,
         routing_time,
-        settings: Arc::new(settings),
-        tables,
-        pkeys,
+        settings: settings.into(),
+        tables: Arc::new(tables),
+        pkeys: Arc::new(pkeys),
         fabric,
     })
 }
@@ -575,16 +575,16 @@ fn settings_for(
     fabric: &Fabric,
     ports: &[PortIdx],
     p: &Params,
-) -> Arc<IdxVec<PortIdx, Option<port_info::Repr>>> {
+) -> CowVec<PortIdx, Option<port_info::Repr>> {
     if ports.is_empty() {
-        return Arc::clone(&prev.settings);
+        return prev.settings.clone();
     }
     let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
-    let mut settings = (*prev.settings).clone();
+    let mut settings = prev.settings.clone();
     for &q in ports {
         settings[q] = port_setting(d, fabric, own_lid, p, q);
     }
-    Arc::new(settings)
+    settings
 }
 
 /// The repair's fallback: the routes computed whole for `fabric` (the previous ones kept

@@ -562,7 +562,7 @@ pub(super) enum Answered {
     Arrived(PortIdx),
     /// Sent again differently (settings without the move to ARMED; a read of a port whose
     /// move was refused).
-    Again(Work),
+    Again(Box<Work>),
     Failed(String),
 }
 
@@ -595,16 +595,16 @@ pub(super) fn on_answer(
                 status = s.status.0,
                 "settings with ARMED refused; sending them alone"
             );
-            Answered::Again(settings_work(m, port, false, rereg, data))
+            Answered::Again(Box::new(settings_work(m, port, false, rereg, data)))
         }
         Purpose::SetPortState { port, want } if !ok => {
             let num = m.fabric.port(port).num;
-            Answered::Again(Work::get(
+            Answered::Again(Box::new(Work::get(
                 Purpose::VerifyPortState { port, want },
                 attr::PORT_INFO,
                 u32::from(num),
                 Target::Port(port),
-            ))
+            )))
         }
         _ if !ok => Answered::Failed(format!("{purpose:?}: status {:#06x}", s.status.0)),
         Purpose::VerifySettings { port, tries } => {
@@ -621,7 +621,7 @@ pub(super) fn on_answer(
                         if let Purpose::SetPortInfo { tries: t, .. } = &mut w.purpose {
                             *t = tries + 1;
                         }
-                        Answered::Again(w)
+                        Answered::Again(Box::new(w))
                     }
                     None => Answered::Done,
                 },

@@ -10,6 +10,7 @@
 //! node it does not know, a question unanswered, a LID no switch holds) calls for a heavy
 //! sweep instead.
 
+use super::model::DrPath;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
@@ -92,7 +93,7 @@ pub(super) struct Repair {
     /// SwitchInfo of switches across such a port.
     switch_infos: HashMap<NodeIdx, switch_info::Repr>,
     /// The route to each node across (through the port found up).
-    paths: HashMap<NodeIdx, Vec<u8>>,
+    paths: HashMap<NodeIdx, DrPath>,
     failed: Option<String>,
 }
 
@@ -219,12 +220,11 @@ impl Repair {
                 let Some(n) = m.fabric.node_by_guid(ni.node_guid) else {
                     return;
                 };
-                let mut path = m.route_to(port).map(<[u8]>::to_vec).unwrap_or_default();
-                path.push(m.fabric.port(port).num);
-                if self.paths.contains_key(&n) {
+                let mut path = m.route_to(port).unwrap_or_default();
+                if !path.push(m.fabric.port(port).num) || self.paths.contains_key(&n) {
                     return;
                 }
-                self.paths.insert(n, path.clone());
+                self.paths.insert(n, path);
                 let key = dest::node(ni.node_guid);
                 if m.is_switch(n) {
                     // Did it keep its state? Its LinearFDBTop says.
@@ -269,10 +269,12 @@ impl Repair {
                     .collect();
                 ask.sort();
                 for port in ask {
-                    let Some(mut path) = m.route_to(port).map(<[u8]>::to_vec) else {
+                    let Some(mut path) = m.route_to(port) else {
                         continue;
                     };
-                    path.push(f.port(port).num);
+                    if !path.push(f.port(port).num) {
+                        continue;
+                    }
                     let key = dest::behind(f.node(f.port(port).node).guid, f.port(port).num);
                     self.queue.push_back(get(
                         Purpose::RepairNodeInfo { port },
@@ -302,7 +304,7 @@ impl Repair {
                     let key = dest::node(f.node(n).guid);
                     for q in f.node_ports(n).collect::<Vec<_>>() {
                         if !self.reads.contains_key(&q) {
-                            self.read_port(m, q, Target::Path(path.clone()), key);
+                            self.read_port(m, q, Target::Path(path), key);
                         }
                     }
                 }

@@ -15,6 +15,7 @@
 //! Rates and MTUs along paths are precomputed per port (PortInfo's active width and speed,
 //! extended speeds when the port's capability mask says they are valid, as OpenSM does).
 
+use crate::core::DrPath;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -278,7 +279,7 @@ impl Db {
                 *slot = Some(Arc::clone(table));
             }
         }
-        for tb in &self.plan.tables {
+        for tb in self.plan.tables.iter() {
             let is_switch = f.node(f.port(tb.port).node).kind == NodeKind::Switch;
             match tb.attr {
                 attr::SL_TO_VL_MAPPING_TABLE => {
@@ -559,7 +560,7 @@ pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
                 vendor_id: n.vendor_id,
             },
             switch_info,
-            path: Vec::new(),
+            path: DrPath::new(),
         });
     }
     let mut ports = IdxVec::new();
@@ -622,8 +623,8 @@ pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
         .unwrap_or(PortIdx(0));
     Discovered {
         fabric: f.clone(),
-        nodes,
-        ports,
+        nodes: nodes.into(),
+        ports: ports.into(),
         own,
         sms: Vec::new(),
         sm_asks: 0,
