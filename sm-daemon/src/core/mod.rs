@@ -255,7 +255,9 @@ pub(crate) enum Purpose {
         node: NodeIdx,
     },
     // Between sweeps.
-    LightSwitchInfo,
+    LightSwitchInfo {
+        lid: Lid,
+    },
     /// One MFT block (between sweeps too: the switch is named by GUID).
     SetMft {
         guid: Guid,
@@ -326,8 +328,11 @@ impl Work {
 /// A light sweep in progress.
 #[derive(Debug)]
 struct Light {
-    /// A switch reported a port change, or stopped answering.
-    changed: bool,
+    /// A switch stopped answering: a heavy sweep.
+    lost: bool,
+    /// Switches that reported a port change (their LIDs): a repair looks at them, as
+    /// if they had trapped.
+    changed: std::collections::BTreeSet<Lid>,
 }
 
 #[derive(Debug)]
@@ -352,6 +357,8 @@ struct Sweep {
     report: SweepReport,
     /// What programming could not get answered, after every pass.
     missing: Vec<Missing>,
+    /// A repair: the stopwatch reading when the first of its traps arrived.
+    trap_watch: Option<u64>,
 }
 
 /// How long a destination that stopped answering is left alone: it is not asked for
@@ -363,6 +370,9 @@ struct Backoff {
 }
 
 const MAX_BACKOFF_LEVEL: u32 = 6;
+
+/// Repairs in a row with unanswered questions before a heavy sweep takes over.
+const MAX_REPAIR_RETRIES: u32 = 5;
 
 /// The subnet manager.
 #[derive(Debug)]
@@ -392,6 +402,8 @@ pub struct Sm {
     trap_lids: std::collections::BTreeSet<Lid>,
     /// Stopwatch reading when the first of them arrived (for `recovery_ns`).
     trap_watch: Option<u64>,
+    /// Repairs in a row that left questions unanswered.
+    repair_retries: u32,
     /// End ports (by GUID) that were asked for a client reregistration and took it, since
     /// this SM became master: the SA's registrations died with the old master, so each is
     /// asked once, and again only after it left the subnet or its LID changed.
@@ -424,6 +436,7 @@ impl Sm {
             reregistered: std::collections::HashSet::new(),
             trap_lids: std::collections::BTreeSet::new(),
             trap_watch: None,
+            repair_retries: 0,
             trigger: Some("start".into()),
             up: false,
             mcast: McastState::default(),
@@ -561,12 +574,29 @@ impl Sm {
     pub fn poll_timeout(&self) -> Option<Instant> {
         [
             self.reqs.next_deadline(),
-            self.timers.next(),
+            self.timer_due(),
             self.sa.poll_timeout(),
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// The earliest timer that can act in this phase. Sweeps and repairs wait for the
+    /// phase to end (their timers stay armed); a deadline that cannot act must not be
+    /// reported, or a caller that waits for it would wake at once, forever.
+    fn timer_due(&self) -> Option<Instant> {
+        let idle = matches!(self.phase, Phase::Idle);
+        let between = self.is_between_sweeps();
+        Timer::ALL
+            .into_iter()
+            .filter(|t| match t {
+                Timer::LightSweep | Timer::HeavySweep => idle,
+                Timer::TrapBatch => between,
+                Timer::McastBatch | Timer::MasterPoll => true,
+            })
+            .filter_map(|t| self.timers.get(t))
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Instant) {
@@ -769,6 +799,7 @@ impl Sm {
                 ..SweepReport::default()
             },
             missing: Vec::new(),
+            trap_watch: None,
         };
         // A heavy sweep reads everything: gathered traps are answered by it.
         self.trap_lids.clear();
@@ -803,10 +834,13 @@ impl Sm {
             .filter_map(|n| f.port_of(n, 0))
             .map(|p| f.port(p).lid)
             .collect();
-        self.phase = Phase::Light(Light { changed: false });
+        self.phase = Phase::Light(Light {
+            lost: false,
+            changed: Default::default(),
+        });
         for lid in lids {
             self.queue.push_back(Work::get(
-                Purpose::LightSwitchInfo,
+                Purpose::LightSwitchInfo { lid },
                 attr::SWITCH_INFO,
                 0,
                 Target::Lid(lid),
@@ -826,9 +860,18 @@ impl Sm {
             }
             match std::mem::replace(&mut self.phase, Phase::Idle) {
                 Phase::Idle => return,
-                Phase::Light(Light { changed }) => {
-                    if changed || self.sweep.again {
+                Phase::Light(Light { lost, changed }) => {
+                    if lost || self.sweep.again || (!changed.is_empty() && !self.up) {
                         self.begin_heavy(now);
+                    } else if !changed.is_empty() {
+                        // A port change no trap told of (lost, or never sent): repaired
+                        // like one.
+                        if self.trap_lids.is_empty() {
+                            self.trap_watch = self.p.stopwatch.map(|f| f());
+                        }
+                        self.trap_lids.extend(changed);
+                        self.begin_repair(now);
+                        continue;
                     } else {
                         // Blocks lost since the last change go out again.
                         self.sync_mcast(now, false);
@@ -1109,7 +1152,7 @@ impl Sm {
         r.sm_state = "master".into();
         self.up = r.subnet_up;
         if !r.heavy {
-            if let (Some(t0), Some(f)) = (self.trap_watch.take(), self.p.stopwatch) {
+            if let (Some(t0), Some(f)) = (self.sweep.trap_watch, self.p.stopwatch) {
                 r.recovery_ns = f().saturating_sub(t0);
             }
             tracing::info!(
@@ -1232,10 +1275,10 @@ impl Sm {
             }
             // A port may claim IsSM without an SM answering: no candidate, no error.
             Purpose::SmInfo { .. } => return,
-            Purpose::LightSwitchInfo => {
+            Purpose::LightSwitchInfo { .. } => {
                 // A switch that stops answering is a change worth a heavy sweep.
                 if let Phase::Light(l) = &mut self.phase {
-                    l.changed = true;
+                    l.lost = true;
                 }
                 return;
             }
@@ -1257,10 +1300,12 @@ impl Sm {
         let ok = s.status == MadStatus::OK;
         match purpose {
             Purpose::Election { why, to } => self.on_election_answer(now, why, to, s),
-            Purpose::LightSwitchInfo => {
+            Purpose::LightSwitchInfo { lid } => {
                 if let (Phase::Light(l), true) = (&mut self.phase, ok) {
                     if let Ok(si) = s.attribute::<sm_mad::switch_info::Repr>() {
-                        l.changed |= si.port_state_change;
+                        if si.port_state_change {
+                            l.changed.insert(lid);
+                        }
                     }
                 }
             }
@@ -1444,6 +1489,8 @@ impl Sm {
     /// The gathered traps are due: a repair looks at the switches that sent them.
     fn begin_repair(&mut self, now: Instant) {
         let lids = std::mem::take(&mut self.trap_lids);
+        // Traps that come during this repair start the next one's clock.
+        let trap_watch = self.trap_watch.take();
         if lids.is_empty() {
             return;
         }
@@ -1475,6 +1522,7 @@ impl Sm {
                 ..SweepReport::default()
             },
             missing: Vec::new(),
+            trap_watch,
         };
         self.timers.stop(Timer::LightSweep);
         self.events.push_back(Event::SweepStarted {
@@ -1487,6 +1535,27 @@ impl Sm {
 
     /// The repair's look is done: apply what it found.
     fn on_repair_found(&mut self, now: Instant, r: repair::Repair, found: repair::Found) {
+        // Switches some question went unanswered at are looked at again, as if they had
+        // trapped; a switch that keeps not answering calls for a heavy sweep.
+        if r.unanswered.is_empty() {
+            self.repair_retries = 0;
+        } else if let (Some(m), Some(plan)) = (&self.model, &self.plan) {
+            self.repair_retries += 1;
+            if self.repair_retries > MAX_REPAIR_RETRIES {
+                self.repair_retries = 0;
+                self.trigger = Some("repairs kept going unanswered".into());
+                return self.begin_heavy(now);
+            }
+            if self.trap_lids.is_empty() {
+                self.trap_watch = self.p.stopwatch.map(|f| f());
+            }
+            for &q in &r.unanswered {
+                let n = m.fabric.port(q).node;
+                if let Some(p0) = plan.fabric.port_of(n, 0) {
+                    self.trap_lids.insert(plan.fabric.port(p0).lid);
+                }
+            }
+        }
         let (changes, ports, reset) = match found {
             repair::Found::Heavy(why) => {
                 tracing::info!("repair: {why}; heavy sweep");

@@ -54,6 +54,9 @@ impl LinkChange {
 enum Step {
     /// Reading the ports of the switches that trapped.
     Look,
+    /// Reading the other ports of a switch that trapped alone, where the likely ones
+    /// showed no change.
+    LookRest,
     /// Asking who is across the ports that came up or trained again, and whether a switch
     /// there kept its state.
     Identify,
@@ -94,7 +97,14 @@ pub(super) struct Repair {
     switch_infos: HashMap<NodeIdx, switch_info::Repr>,
     /// The route to each node across (through the port found up).
     paths: HashMap<NodeIdx, DrPath>,
+    /// Ports of switches that trapped alone left unread until their likely ports show
+    /// nothing.
+    rest: Vec<(NodeIdx, Vec<PortIdx>)>,
     failed: Option<String>,
+    /// Ports whose PortInfo, or the NodeInfo across them, went unanswered (a route that
+    /// crossed a link going down meanwhile): what they would have told is left out, and
+    /// their switches are looked at again by the next repair.
+    pub(super) unanswered: Vec<PortIdx>,
 }
 
 fn get(purpose: Purpose, attr_id: u16, modifier: u32, to: Target, key: u64) -> Work {
@@ -140,9 +150,11 @@ impl Repair {
             across: HashMap::new(),
             switch_infos: HashMap::new(),
             paths: HashMap::new(),
+            rest: Vec::new(),
             failed: None,
+            unanswered: Vec::new(),
         };
-        for port in r.candidates(m) {
+        for port in r.candidates(m, plan) {
             let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
             r.read_port(m, port, Target::Port(port), key);
         }
@@ -150,9 +162,25 @@ impl Repair {
     }
 
     /// The ports worth reading: both ends of every link (present, or gone down before)
-    /// between two switches that trapped; every port of a switch that trapped alone.
-    fn candidates(&self, m: &Discovered) -> Vec<PortIdx> {
+    /// between two switches that trapped. Of a switch that trapped alone, the ports
+    /// whose far end could not have told us: a port down in the model (it may have come
+    /// up), one to a CA or to a node cut off, one whose far switch sends the SM's LID
+    /// across it (its trap died with the link). The rest wait in `rest`.
+    fn candidates(&mut self, m: &Discovered, plan: &Plan) -> Vec<PortIdx> {
         let f = &m.fabric;
+        let sm_lid = usize::from(m.own_lid().0);
+        let likely = |p: PortIdx| {
+            let Some(r) = f.port(p).remote else {
+                return true;
+            };
+            let t = f.port(r).node;
+            !m.is_switch(t)
+                || !m.present(t)
+                || plan
+                    .lft(t)
+                    .and_then(|l| l.get(sm_lid))
+                    .is_none_or(|&e| e == f.port(r).num)
+        };
         let mut out = Vec::new();
         for &s in &self.trapped {
             let paired: Vec<PortIdx> = f
@@ -167,7 +195,14 @@ impl Repair {
                 })
                 .collect();
             if paired.is_empty() {
-                out.extend(f.node_ports(s).filter(|&p| f.port(p).num != 0));
+                let (first, rest): (Vec<PortIdx>, Vec<PortIdx>) = f
+                    .node_ports(s)
+                    .filter(|&p| f.port(p).num != 0)
+                    .partition(|&p| likely(p));
+                out.extend(first);
+                if !rest.is_empty() {
+                    self.rest.push((s, rest));
+                }
             } else {
                 out.extend(paired);
             }
@@ -193,10 +228,18 @@ impl Repair {
         self.queue.pop_front()
     }
 
-    /// A Get went unanswered: the look cannot be trusted.
+    /// A Get went unanswered. A port's state, or who is across it, is asked again by
+    /// the next repair; anything else leaves the look untrustworthy.
     pub(super) fn on_lost(&mut self, w: &Work) {
-        self.failed
-            .get_or_insert_with(|| format!("the repair's {:?} went unanswered", w.purpose));
+        match w.purpose {
+            Purpose::RepairPortInfo { port } | Purpose::RepairNodeInfo { port } => {
+                self.unanswered.push(port);
+            }
+            _ => {
+                self.failed
+                    .get_or_insert_with(|| format!("the repair's {:?} went unanswered", w.purpose));
+            }
+        }
     }
 
     /// An answer to one of the look's Gets.
@@ -255,8 +298,33 @@ impl Repair {
             return Some(Found::Heavy(why));
         }
         let f = &m.fabric;
+        if self.step == Step::Look {
+            self.step = Step::LookRest;
+            // A lone switch whose likely ports show no change: the change is elsewhere.
+            for (s, rest) in std::mem::take(&mut self.rest) {
+                let changed = f
+                    .node_ports(s)
+                    .any(|p| self.reads.get(&p).is_some_and(|pi| differs(m, p, pi)));
+                // A trap that repeats a link loss already repaired (the first one could
+                // not reach us) is explained by it; the light sweep is the backstop.
+                let known = f.node_ports(s).any(|p| {
+                    f.port(p).remote.is_none()
+                        && m.former_peer(p).is_some()
+                        && self.reads.get(&p).is_some_and(|pi| !is_up(pi))
+                });
+                if !changed && !known {
+                    let key = dest::node(f.node(s).guid);
+                    for p in rest {
+                        self.read_port(m, p, Target::Port(p), key);
+                    }
+                }
+            }
+            if !self.queue.is_empty() {
+                return None;
+            }
+        }
         match self.step {
-            Step::Look => {
+            Step::Look | Step::LookRest => {
                 self.step = Step::Identify;
                 // Who is across every port that came up or trained again?
                 let mut ask: Vec<PortIdx> = self
@@ -405,6 +473,11 @@ impl Repair {
 
 /// A linked port that trained again since the model saw it ACTIVE (its neighbour rebooted,
 /// or the cable was pulled and put back between two looks).
+/// The port is not as the model holds it: its link came or went, or trained again.
+fn differs(m: &Discovered, p: PortIdx, now: &port_info::Repr) -> bool {
+    is_up(now) != m.fabric.port(p).remote.is_some() || (is_up(now) && bounced(m, p, now))
+}
+
 fn bounced(m: &Discovered, p: PortIdx, now: &port_info::Repr) -> bool {
     use sm_mad::port_info::PortState;
     let was = m.port_info(p).map(|pi| pi.port_state);

@@ -84,7 +84,7 @@ impl Timer {
             Timer::TrapBatch => 4,
         }
     }
-    const ALL: [Timer; TIMERS] = [
+    pub(crate) const ALL: [Timer; TIMERS] = [
         Timer::LightSweep,
         Timer::HeavySweep,
         Timer::McastBatch,
@@ -127,6 +127,7 @@ impl TimerTable {
     }
 
     /// The earliest armed timer.
+    #[cfg(test)]
     pub(crate) fn next(&self) -> Option<Instant> {
         Timer::ALL.iter().filter_map(|&t| self.get(t)).min()
     }

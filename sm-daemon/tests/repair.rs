@@ -1,0 +1,358 @@
+//! Repairs in the simulated fabric: links and a whole switch go down and come back, a
+//! host leaves and returns, twenty links flap at once. Every state the switches pass
+//! through while a repair programs them (each time any table changes) is checked for
+//! forwarding loops and credit loops; afterwards every pair is delivered, no heavy sweep
+//! ran, LIDs are the same, and once everything is back the tables are the original ones.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeSet, HashMap};
+
+use sm_core::NodeKind;
+use sm_core::fabric::{Fabric, NodeIdx, PortIdx};
+use sm_core::generate::{GenSpec, generate};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Event, Params, SweepReport};
+use sm_daemon::transport::sim::SimDriver;
+use sm_mad::Guid;
+use sm_routing::{Routes, Topo, ValidateOptions, validate};
+use sm_sim::trace::AllPairsOptions;
+use sm_sim::{Fault, SimConfig};
+
+const MS: u64 = 1_000_000;
+
+fn fat_tree() -> Fabric {
+    let spec: GenSpec =
+        serde_json::from_str(r#"{"family":"fat-tree3","radix":8,"pods":4}"#).unwrap();
+    generate(&spec).unwrap()
+}
+
+fn up(f: &Fabric, routing: &str) -> (SimDriver, SweepReport) {
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let params = Params {
+        routing: routing.into(),
+        ..Params::default()
+    };
+    let mut d = SimDriver::new(f, sm, params, LidStore::new(), SimConfig::default());
+    d.start();
+    let e = d
+        .run_until(
+            60_000 * MS,
+            |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
+        )
+        .expect("subnet up");
+    let Event::SweepDone(r) = e else {
+        unreachable!()
+    };
+    (d, *r)
+}
+
+/// Every switch's table as the simulated switch holds it, by switch GUID.
+fn tables(d: &SimDriver, f: &Fabric) -> HashMap<Guid, Vec<u8>> {
+    f.switches()
+        .filter_map(|n| {
+            let sw = d.sim.node(n).switch.as_ref()?;
+            Some((f.node(n).guid, sw.lft.clone()))
+        })
+        .collect()
+}
+
+/// The tables the switches hold now, checked against the fabric as the SM's plan has it
+/// (its LIDs, the links it knows): no forwarding loop and no credit loop, whatever is
+/// half programmed.
+fn check_state(d: &SimDriver, held: &HashMap<Guid, Vec<u8>>, credit: bool, what: &str) {
+    let m = &d.sm.plan().expect("a plan").fabric;
+    let topo = Topo::new(m).unwrap();
+    let mut r = Routes::empty("sim", &topo);
+    for (i, &n) in topo.switches.iter().enumerate() {
+        if let Some(t) = held.get(&m.node(n).guid) {
+            for (lid, e) in r.lft[i].iter_mut().enumerate() {
+                *e = t.get(lid).copied().unwrap_or(255);
+            }
+        }
+    }
+    let v = validate(&topo, &r, &ValidateOptions::default());
+    assert_eq!(v.forwarding_loops, 0, "{what}: forwarding loop\n{v}");
+    if credit {
+        assert_eq!(v.credit_loops, 0, "{what}: credit loop\n{v}");
+    }
+}
+
+/// Runs `span` of virtual time, checking every state the tables pass through; returns
+/// the sweeps that ended meanwhile and how many distinct states were checked.
+fn run_checked(
+    d: &mut SimDriver,
+    f: &Fabric,
+    span: u64,
+    credit: bool,
+    what: &str,
+) -> (Vec<SweepReport>, usize) {
+    let end = d.now() + span;
+    let mut last = tables(d, f);
+    let mut states = 0;
+    let mut sweeps = Vec::new();
+    while d.now() < end {
+        while let Some(e) = d.sm.poll_event() {
+            if let Event::SweepDone(r) = e {
+                sweeps.push(*r);
+            }
+        }
+        if !d.step() {
+            break;
+        }
+        let now = tables(d, f);
+        if now != last {
+            states += 1;
+            check_state(d, &now, credit, &format!("{what}, state {states}"));
+            last = now;
+        }
+    }
+    while let Some(e) = d.sm.poll_event() {
+        if let Event::SweepDone(r) = e {
+            sweeps.push(*r);
+        }
+    }
+    (sweeps, states)
+}
+
+fn all_pairs_delivered(d: &SimDriver, what: &str) {
+    let r = d.sim.check_all_pairs(&AllPairsOptions::default());
+    assert!(r.pairs > 0, "{what}: no pairs");
+    assert!(
+        r.all_delivered(),
+        "{what}: {:?} first failures {:?}",
+        r.dropped,
+        r.failures
+    );
+}
+
+fn repairs_only(sweeps: &[SweepReport], what: &str) {
+    assert!(!sweeps.is_empty(), "{what}: nothing happened");
+    for r in sweeps {
+        assert!(!r.heavy, "{what}: a heavy sweep ({})", r.trigger);
+        assert!(r.subnet_up, "{what}: {:?}", r.errors);
+        assert_eq!(r.reroute, "only the broken routes", "{what}: {}", r.trigger);
+    }
+}
+
+/// A switch-to-switch link of `f` between the named nodes' levels.
+fn link(f: &Fabric, from: &str, to: &str) -> PortIdx {
+    f.links()
+        .find_map(|(a, b)| {
+            let (na, nb) = (f.node(f.port(a).node), f.node(f.port(b).node));
+            let pick = |x: PortIdx, nx: &sm_core::fabric::Node, ny: &sm_core::fabric::Node| {
+                (nx.description.starts_with(from) && ny.description.starts_with(to)).then_some(x)
+            };
+            pick(a, na, nb).or_else(|| pick(b, nb, na))
+        })
+        .unwrap()
+}
+
+#[test]
+fn links_and_a_switch_go_and_return_through_loop_free_states() {
+    let f = fat_tree();
+    // Up/down routes are free of credit loops in every state; minhop (as OpenSM's) makes
+    // no such promise on a degraded tree, so only forwarding loops are ruled out there.
+    for (routing, credit) in [("updn", true), ("minhop", false)] {
+        let (mut d, _) = up(&f, routing);
+        let original = tables(&d, &f);
+        let lids = d.sm.lid_store().clone();
+        let events: [(&str, Vec<Fault>, Vec<Fault>); 3] = [
+            (
+                "spine-core link",
+                vec![Fault::LinkDown(link(&f, "spine 1 pod 1", "core"))],
+                vec![Fault::LinkUp(link(&f, "spine 1 pod 1", "core"))],
+            ),
+            (
+                "leaf-spine link",
+                vec![Fault::LinkDown(link(&f, "leaf 2 pod 2", "spine"))],
+                vec![Fault::LinkUp(link(&f, "leaf 2 pod 2", "spine"))],
+            ),
+            (
+                "spine reboot",
+                vec![Fault::Reboot {
+                    node: f
+                        .nodes()
+                        .iter()
+                        .position(|n| n.description == "spine 2 pod 3")
+                        .map(|i| NodeIdx(i as u32))
+                        .unwrap(),
+                    down: 50 * MS,
+                }],
+                Vec::new(),
+            ),
+        ];
+        for (name, down, back) in events {
+            let what = format!("{routing}: {name}");
+            for fault in down {
+                d.sim.apply_fault(fault).unwrap();
+            }
+            let (sweeps, states) = run_checked(&mut d, &f, 200 * MS, credit, &what);
+            repairs_only(&sweeps, &what);
+            assert!(states > 0, "{what}: no table changed");
+            for r in &sweeps {
+                assert_eq!(
+                    r.lft_entries_moved,
+                    r.lft_entries_moved_min + r.lft_entries_restored,
+                    "{what}: only the broken routes move ({})",
+                    r.trigger
+                );
+            }
+            all_pairs_delivered(&d, &what);
+            // A rebooted switch comes back by itself.
+            if !back.is_empty() {
+                for fault in back {
+                    d.sim.apply_fault(fault).unwrap();
+                }
+                let what = format!("{what} back");
+                let (sweeps, _) = run_checked(&mut d, &f, 200 * MS, credit, &what);
+                repairs_only(&sweeps, &what);
+            }
+            all_pairs_delivered(&d, &format!("{what} back"));
+            assert!(
+                tables(&d, &f) == original,
+                "{what}: the tables are not the original ones once everything is back"
+            );
+            assert_eq!(d.sm.lid_store(), &lids, "{what}: LIDs changed");
+        }
+    }
+}
+
+#[test]
+fn a_host_that_leaves_is_absent_and_returns_with_its_lid() {
+    let f = fat_tree();
+    let (mut d, first) = up(&f, "minhop");
+    let lids = d.sm.lid_store().clone();
+    // A host other than the SM's.
+    let host = f
+        .cas()
+        .filter(|&n| f.node(n).description.contains("pod 2"))
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let guid = f.node(f.port(host).node).guid;
+    d.sim.apply_fault(Fault::LinkDown(host)).unwrap();
+    let (sweeps, _) = run_checked(&mut d, &f, 200 * MS, false, "host down");
+    repairs_only(&sweeps, "host down");
+    let r = sweeps.last().unwrap();
+    assert_eq!(r.cas, first.cas - 1, "the host is not counted");
+    let m = d.sm.model().unwrap();
+    let n = m.fabric.node_by_guid(guid).unwrap();
+    assert!(!m.present(n), "the host is absent from the model");
+    assert!(!d.sm.lfts().unwrap().switches.is_empty(), "the tables stay");
+
+    d.sim.apply_fault(Fault::LinkUp(host)).unwrap();
+    let (sweeps, _) = run_checked(&mut d, &f, 200 * MS, false, "host back");
+    repairs_only(&sweeps, "host back");
+    assert_eq!(sweeps.last().unwrap().cas, first.cas);
+    let m = d.sm.model().unwrap();
+    assert!(m.present(m.fabric.node_by_guid(guid).unwrap()));
+    assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
+    all_pairs_delivered(&d, "host back");
+}
+
+/// The ports of `s` each (switch, LID) entry leaves by in `t`, walked to the LID: the
+/// switch ports along its path.
+fn path_ports(f: &Fabric, t: &HashMap<Guid, Vec<u8>>, s: NodeIdx, lid: usize) -> Vec<PortIdx> {
+    let mut out = Vec::new();
+    let mut at = s;
+    for _ in 0..f.switches().count() {
+        let Some(&e) = t.get(&f.node(at).guid).and_then(|l| l.get(lid)) else {
+            break;
+        };
+        let Some(p) = f.port_of(at, e).filter(|_| e != 0 && e != 255) else {
+            break;
+        };
+        out.push(p);
+        match f.port(p).remote.map(|r| f.port(r).node) {
+            Some(n) if f.node(n).kind == NodeKind::Switch => at = n,
+            _ => break,
+        }
+    }
+    out
+}
+
+#[test]
+fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
+    let f = fat_tree();
+    let (mut d, _) = up(&f, "minhop");
+    let original = tables(&d, &f);
+    let lids = d.sm.lid_store().clone();
+    // Twenty switch-to-switch links, spread over the fabric.
+    let switch_links: Vec<(PortIdx, PortIdx)> = f
+        .links()
+        .filter(|&(a, b)| {
+            f.node(f.port(a).node).kind == NodeKind::Switch
+                && f.node(f.port(b).node).kind == NodeKind::Switch
+        })
+        .collect();
+    let flapped: Vec<(PortIdx, PortIdx)> = switch_links
+        .iter()
+        .copied()
+        .step_by(switch_links.len() / 20)
+        .take(20)
+        .collect();
+    assert_eq!(flapped.len(), 20);
+    let dead: BTreeSet<PortIdx> = flapped.iter().flat_map(|&(a, b)| [a, b]).collect();
+    // Entries whose path crosses none of the flapped links must never change.
+    let max_lid = original.values().map(Vec::len).max().unwrap();
+    let mut untouched = Vec::new();
+    for s in f.switches() {
+        for lid in 1..max_lid {
+            let path = path_ports(&f, &original, s, lid);
+            let crosses = path
+                .iter()
+                .any(|p| dead.contains(p) || f.port(*p).remote.is_some_and(|r| dead.contains(&r)));
+            if !path.is_empty() && !crosses {
+                untouched.push((f.node(s).guid, lid, original[&f.node(s).guid][lid]));
+            }
+        }
+    }
+    assert!(untouched.len() > 1000);
+    let now = d.now();
+    for (i, &(a, _)) in flapped.iter().enumerate() {
+        // Each link down for 2 ms of every 5, starting a little apart: 200 ms of flapping.
+        d.sim
+            .schedule_fault(
+                now + i as u64 * 100_000,
+                Fault::Flap {
+                    port: a,
+                    period: 5 * MS,
+                    count: 40,
+                    down: Some(2 * MS),
+                },
+            )
+            .unwrap();
+    }
+    let end = d.now() + 1_000 * MS;
+    let mut sweeps = Vec::new();
+    while d.now() < end {
+        while let Some(e) = d.sm.poll_event() {
+            if let Event::SweepDone(r) = e {
+                sweeps.push(*r);
+            }
+        }
+        if !d.step() {
+            break;
+        }
+        let held = tables(&d, &f);
+        for &(g, lid, port) in &untouched {
+            assert_eq!(
+                held[&g].get(lid).copied(),
+                Some(port),
+                "{g} LID {lid} moved although its path crosses no flapped link"
+            );
+        }
+    }
+    assert!(sweeps.len() > 1, "the storm caused repairs");
+    for r in &sweeps {
+        assert!(!r.heavy, "a heavy sweep in the storm: {}", r.trigger);
+    }
+    all_pairs_delivered(&d, "after the storm");
+    assert!(tables(&d, &f) == original, "the tables came back");
+    assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
+}
