@@ -404,6 +404,8 @@ pub struct Sm {
     trap_watch: Option<u64>,
     /// Repairs in a row that left questions unanswered.
     repair_retries: u32,
+    /// What the next repair was asked for by, when not traps.
+    repair_cause: Option<&'static str>,
     /// End ports (by GUID) that were asked for a client reregistration and took it, since
     /// this SM became master: the SA's registrations died with the old master, so each is
     /// asked once, and again only after it left the subnet or its LID changed.
@@ -437,6 +439,7 @@ impl Sm {
             trap_lids: std::collections::BTreeSet::new(),
             trap_watch: None,
             repair_retries: 0,
+            repair_cause: None,
             trigger: Some("start".into()),
             up: false,
             mcast: McastState::default(),
@@ -870,6 +873,7 @@ impl Sm {
                             self.trap_watch = self.p.stopwatch.map(|f| f());
                         }
                         self.trap_lids.extend(changed);
+                        self.repair_cause = Some("light sweep: PortStateChange");
                         self.begin_repair(now);
                         continue;
                     } else {
@@ -1491,11 +1495,12 @@ impl Sm {
         let lids = std::mem::take(&mut self.trap_lids);
         // Traps that come during this repair start the next one's clock.
         let trap_watch = self.trap_watch.take();
+        let cause = self.repair_cause.take().unwrap_or("trap 128");
         if lids.is_empty() {
             return;
         }
         let started = match (&self.model, &self.plan) {
-            (Some(m), Some(plan)) => repair::Repair::start(m, plan, &lids),
+            (Some(m), Some(plan)) => repair::Repair::start(m, plan, &lids, cause),
             _ => Err("no model to repair".into()),
         };
         let r = match started {

@@ -124,6 +124,7 @@ impl Repair {
         m: &Discovered,
         plan: &Plan,
         lids: &BTreeSet<Lid>,
+        cause: &str,
     ) -> Result<Repair, String> {
         let f = &plan.fabric;
         let mut trapped = BTreeSet::new();
@@ -136,7 +137,7 @@ impl Repair {
         }
         let mut r = Repair {
             trigger: format!(
-                "trap 128 from {}",
+                "{cause} from {}",
                 trapped
                     .iter()
                     .map(|&n| m.fabric.node(n).guid.to_string())
