@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
@@ -15,6 +17,7 @@ use sm_mad::smp::{self, Route};
 use sm_mad::{Guid, Lid, MadStatus, Method, Tid, attr};
 use sm_sim::SimConfig;
 use sm_sim::trace::AllPairsOptions;
+use support::all_pairs_delivered;
 
 const SECOND: Nanos = 1_000_000_000;
 
@@ -47,12 +50,6 @@ fn reregistrations(d: &SimDriver, f: &Fabric) -> Vec<u32> {
         .iter()
         .map(|&p| d.sim.port(p).reregistrations)
         .collect()
-}
-
-fn all_pairs_delivered(d: &SimDriver, what: &str) {
-    let r = d.sim.check_all_pairs(&AllPairsOptions::default());
-    assert!(r.pairs > 0, "{what}: no pairs");
-    assert!(r.all_delivered(), "{what}: {:?}", r.failures);
 }
 
 /// `sm` (the driver's own SM) on the first CA port with priority `own`; one peer on the last

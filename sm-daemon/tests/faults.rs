@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
@@ -13,6 +15,7 @@ use sm_mad::port_info::PortState;
 use sm_sim::SimConfig;
 use sm_sim::scenario::Scenario;
 use sm_sim::trace::AllPairsOptions;
+use support::all_active_but;
 
 const S: u64 = 1_000_000_000;
 
@@ -59,23 +62,6 @@ fn first_sweep(d: &mut SimDriver) -> SweepReport {
     match d.run_until(60 * S, |e| matches!(e, Event::SweepDone(_))) {
         Some(Event::SweepDone(r)) => *r,
         other => panic!("no sweep finished: {other:?}"),
-    }
-}
-
-/// Every linked port the SM can reach is ACTIVE, except those in `skip`.
-fn all_active_but(d: &SimDriver, f: &Fabric, skip: &[PortIdx]) {
-    for (a, b) in f.links() {
-        if skip.contains(&a) || skip.contains(&b) {
-            continue;
-        }
-        for p in [a, b] {
-            assert_eq!(
-                d.sim.port(p).info.port_state,
-                PortState::Active,
-                "{:?}",
-                f.port(p)
-            );
-        }
     }
 }
 

@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::{BTreeSet, HashMap};
 
 use sm_core::NodeKind;
@@ -16,8 +18,8 @@ use sm_daemon::core::{Event, Params, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::Guid;
 use sm_routing::{Routes, Topo, ValidateOptions, validate};
-use sm_sim::trace::AllPairsOptions;
 use sm_sim::{Fault, SimConfig};
+use support::{all_pairs_delivered, run_watching};
 
 const MS: u64 = 1_000_000;
 
@@ -91,43 +93,17 @@ fn run_checked(
     credit: bool,
     what: &str,
 ) -> (Vec<SweepReport>, usize) {
-    let end = d.now() + span;
     let mut last = tables(d, f);
     let mut states = 0;
-    let mut sweeps = Vec::new();
-    while d.now() < end {
-        while let Some(e) = d.sm.poll_event() {
-            if let Event::SweepDone(r) = e {
-                sweeps.push(*r);
-            }
-        }
-        if !d.step() {
-            break;
-        }
+    let sweeps = run_watching(d, span, |d| {
         let now = tables(d, f);
         if now != last {
             states += 1;
             check_state(d, &now, credit, &format!("{what}, state {states}"));
             last = now;
         }
-    }
-    while let Some(e) = d.sm.poll_event() {
-        if let Event::SweepDone(r) = e {
-            sweeps.push(*r);
-        }
-    }
+    });
     (sweeps, states)
-}
-
-fn all_pairs_delivered(d: &SimDriver, what: &str) {
-    let r = d.sim.check_all_pairs(&AllPairsOptions::default());
-    assert!(r.pairs > 0, "{what}: no pairs");
-    assert!(
-        r.all_delivered(),
-        "{what}: {:?} first failures {:?}",
-        r.dropped,
-        r.failures
-    );
 }
 
 fn repairs_only(sweeps: &[SweepReport], what: &str) {
@@ -328,18 +304,8 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
             )
             .unwrap();
     }
-    let end = d.now() + 1_000 * MS;
-    let mut sweeps = Vec::new();
-    while d.now() < end {
-        while let Some(e) = d.sm.poll_event() {
-            if let Event::SweepDone(r) = e {
-                sweeps.push(*r);
-            }
-        }
-        if !d.step() {
-            break;
-        }
-        let held = tables(&d, &f);
+    let sweeps = run_watching(&mut d, 1_000 * MS, |d| {
+        let held = tables(d, &f);
         for &(g, lid, port) in &untouched {
             assert_eq!(
                 held[&g].get(lid).copied(),
@@ -347,7 +313,7 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
                 "{g} LID {lid} moved although its path crosses no flapped link"
             );
         }
-    }
+    });
     assert!(sweeps.len() > 1, "the storm caused repairs");
     for r in &sweeps {
         assert!(!r.heavy, "a heavy sweep in the storm: {}", r.trigger);

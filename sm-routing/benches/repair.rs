@@ -14,7 +14,7 @@ use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{FatTree3, GenSpec, generate};
 use sm_core::lid::LidStore;
-use sm_routing::repair::{Damage, DeadPort, repair};
+use sm_routing::repair::{Damage, repair};
 use sm_routing::{Options, Topo, engine};
 
 /// The links of `node`'s ports `nums` (all linked ports when empty).
@@ -62,28 +62,16 @@ fn bench(c: &mut Criterion) {
         ];
         for (case, links) in cases {
             let mut cut = f.clone();
-            let mut failed = Vec::new();
+            let mut damage = Damage::default();
             {
                 let topo = Topo::new(&f).unwrap();
                 for &(a, b) in &links {
-                    for (q, r) in [(a, b), (b, a)] {
-                        if let Some(s) = topo.sw_of(f.port(q).node) {
-                            failed.push(DeadPort {
-                                switch: s,
-                                port: f.port(q).num,
-                                peer: topo.sw_of(f.port(r).node),
-                            });
-                        }
-                    }
+                    damage.link_down(&topo, a, b);
                 }
             }
             for &(a, _) in &links {
                 cut.disconnect(a);
             }
-            let damage = Damage {
-                failed,
-                ..Damage::default()
-            };
             g.bench_function(format!("{name}/{case}"), |b| {
                 b.iter_batched(
                     || (),

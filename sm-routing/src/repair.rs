@@ -35,7 +35,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use sm_core::dump::NO_ROUTE;
-use sm_core::fabric::NodeKind;
+use sm_core::fabric::{NodeKind, PortIdx};
 use sm_core::idx::OptIdx;
 use sm_mad::{Guid, Lid};
 
@@ -56,6 +56,24 @@ pub struct Damage {
     pub check_lids: Vec<Lid>,
     /// Entries earlier repairs moved, with the port each had before.
     pub restore: Vec<(SwIdx, Lid, u8)>,
+}
+
+impl Damage {
+    /// Records the link between ports `a` and `b` as down: a [`DeadPort`] for each switch
+    /// end. `topo` may be of the fabric before or after the link went: only its nodes
+    /// and port numbers are read.
+    pub fn link_down(&mut self, topo: &Topo<'_>, a: PortIdx, b: PortIdx) {
+        let f = topo.fabric;
+        for (q, r) in [(a, b), (b, a)] {
+            if let Some(s) = topo.sw_of(f.port(q).node) {
+                self.failed.push(DeadPort {
+                    switch: s,
+                    port: f.port(q).num,
+                    peer: topo.sw_of(f.port(r).node),
+                });
+            }
+        }
+    }
 }
 
 /// A switch port whose link went down.

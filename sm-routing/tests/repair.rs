@@ -10,7 +10,7 @@ use sm_core::NodeKind;
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{FatTree2, FatTree3, GenSpec, Grid};
 use sm_mad::Lid;
-use sm_routing::repair::{Damage, DeadPort, Move, Outcome, repair};
+use sm_routing::repair::{Damage, Move, Outcome, repair};
 use sm_routing::{Options, Routes, SwIdx, Topo, ValidateOptions, chain, validate};
 
 fn route(name: &str, f: &Fabric) -> Routes {
@@ -62,29 +62,17 @@ fn switch_links(f: &Fabric) -> Vec<(PortIdx, PortIdx)> {
 
 /// Cuts the links and repairs for it.
 fn cut(f: &mut Fabric, r: &Routes, links: &[(PortIdx, PortIdx)]) -> (Routes, Outcome) {
-    let mut failed = Vec::new();
+    let mut damage = Damage::default();
     {
         let topo = Topo::new(f).unwrap();
         for &(a, b) in links {
-            for (q, r) in [(a, b), (b, a)] {
-                if let Some(s) = topo.sw_of(f.port(q).node) {
-                    failed.push(DeadPort {
-                        switch: s,
-                        port: f.port(q).num,
-                        peer: topo.sw_of(f.port(r).node),
-                    });
-                }
-            }
+            damage.link_down(&topo, a, b);
         }
     }
     for &(a, _) in links {
         f.disconnect(a);
     }
     let topo = Topo::new(f).unwrap();
-    let damage = Damage {
-        failed,
-        ..Damage::default()
-    };
     let out = repair(&topo, &r.rule, &r.lft, &damage).unwrap();
     (apply(r, &out.moved), out)
 }

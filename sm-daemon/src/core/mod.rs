@@ -781,14 +781,16 @@ impl Sm {
     // ---------------------------------------------------------------------------------
     // Sweeps.
 
-    fn begin_heavy(&mut self, now: Instant) {
-        self.reqs.clear();
-        self.queue.clear();
-        self.mcast.forget_in_flight();
-        self.timers.stop(Timer::LightSweep);
-        self.timers.stop(Timer::HeavySweep);
+    /// The next sweep's state (a repair's with the stopwatch reading of its first trap).
+    fn next_sweep(
+        &self,
+        now: Instant,
+        trigger: String,
+        heavy: bool,
+        trap_watch: Option<u64>,
+    ) -> Sweep {
         let n = self.sweep.n + 1;
-        self.sweep = Sweep {
+        Sweep {
             n,
             started_at: now,
             phase_at: now,
@@ -796,14 +798,25 @@ impl Sm {
             again: false,
             report: SweepReport {
                 sweep: n,
-                heavy: true,
-                trigger: self.trigger.take().unwrap_or_else(|| "requested".into()),
+                heavy,
+                trigger,
                 engine: self.p.routing.clone(),
                 ..SweepReport::default()
             },
             missing: Vec::new(),
-            trap_watch: None,
-        };
+            trap_watch,
+        }
+    }
+
+    fn begin_heavy(&mut self, now: Instant) {
+        self.reqs.clear();
+        self.queue.clear();
+        self.mcast.forget_in_flight();
+        self.timers.stop(Timer::LightSweep);
+        self.timers.stop(Timer::HeavySweep);
+        let trigger = self.trigger.take().unwrap_or_else(|| "requested".into());
+        self.sweep = self.next_sweep(now, trigger, true, None);
+        let n = self.sweep.n;
         // A heavy sweep reads everything: gathered traps are answered by it.
         self.trap_lids.clear();
         self.trap_watch = None;
@@ -1511,24 +1524,9 @@ impl Sm {
                 return self.begin_heavy(now);
             }
         };
-        let n = self.sweep.n + 1;
+        self.sweep = self.next_sweep(now, r.trigger.clone(), false, trap_watch);
+        let n = self.sweep.n;
         tracing::debug!(sweep = n, trigger = %r.trigger, "repair");
-        self.sweep = Sweep {
-            n,
-            started_at: now,
-            phase_at: now,
-            counts_at: self.reqs.counts,
-            again: false,
-            report: SweepReport {
-                sweep: n,
-                heavy: false,
-                trigger: r.trigger.clone(),
-                engine: self.p.routing.clone(),
-                ..SweepReport::default()
-            },
-            missing: Vec::new(),
-            trap_watch,
-        };
         self.timers.stop(Timer::LightSweep);
         self.events.push_back(Event::SweepStarted {
             sweep: n,

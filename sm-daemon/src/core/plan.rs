@@ -430,22 +430,11 @@ pub(super) fn repair(
         Err("no switch tables to repair".to_string())
     } else {
         let topo = Topo::new(&fabric)?;
-        let sw = |q: PortIdx| topo.sw_of(fabric.port(q).node);
         let mut damage = sm_routing::repair::Damage::default();
         let mut came_up = false;
         for c in changes {
             match *c {
-                LinkChange::Down(a, b) => {
-                    for (q, r) in [(a, b), (b, a)] {
-                        if let Some(s) = sw(q) {
-                            damage.failed.push(sm_routing::repair::DeadPort {
-                                switch: s,
-                                port: fabric.port(q).num,
-                                peer: topo.sw_of(fabric.port(r).node),
-                            });
-                        }
-                    }
-                }
+                LinkChange::Down(a, b) => damage.link_down(&topo, a, b),
                 LinkChange::Up(a, b) => {
                     came_up = true;
                     for q in [a, b] {

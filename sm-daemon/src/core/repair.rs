@@ -360,13 +360,7 @@ impl Repair {
             Step::Identify => {
                 self.step = Step::Reread;
                 // Switches that came back empty are read whole.
-                let reset: Vec<NodeIdx> = self
-                    .switch_infos
-                    .iter()
-                    .filter(|(_, si)| si.linear_fdb_top != plan.max_lid)
-                    .map(|(&n, _)| n)
-                    .collect();
-                for n in reset {
+                for n in self.reset(plan) {
                     let Some(path) = self.paths.get(&n).cloned() else {
                         continue;
                     };
@@ -384,6 +378,16 @@ impl Repair {
             Step::Reread => {}
         }
         Some(self.found(m, plan))
+    }
+
+    /// Switches across a port that came up whose LinearFDBTop is not the plan's: they
+    /// came back empty (rebooted).
+    fn reset(&self, plan: &Plan) -> Vec<NodeIdx> {
+        self.switch_infos
+            .iter()
+            .filter(|(_, si)| si.linear_fdb_top != plan.max_lid)
+            .map(|(&n, _)| n)
+            .collect()
     }
 
     fn found(&self, m: &Discovered, plan: &Plan) -> Found {
@@ -439,12 +443,7 @@ impl Repair {
             ports.push(p);
             ports.push(q);
         }
-        let reset: Vec<NodeIdx> = self
-            .switch_infos
-            .iter()
-            .filter(|(_, si)| si.linear_fdb_top != plan.max_lid)
-            .map(|(&n, _)| n)
-            .collect();
+        let reset = self.reset(plan);
         for &n in &reset {
             ports.extend(f.node_ports(n));
         }
