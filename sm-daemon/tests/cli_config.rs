@@ -413,7 +413,12 @@ fn log_level_and_file_are_honoured_and_rust_log_wins() {
     assert!(!err.contains('\u{1b}'), "colour codes in a pipe: {err:?}");
 
     let out = run(&net, &config(&dir, "[log]\nlevel = \"warn\"\n"), &[]);
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("INFO"), "{err}");
 
@@ -423,7 +428,12 @@ fn log_level_and_file_are_honoured_and_rust_log_wins() {
         &format!("[log]\nlevel = \"debug\"\nfile = {}\n", toml_path(&file)),
     );
     let out = run(&net, &cfg, &[]);
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -446,7 +456,12 @@ fn log_level_and_file_are_honoured_and_rust_log_wins() {
         .env("RUST_LOG", "error")
         .output()
         .unwrap();
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(&file).unwrap().lines().count(),
         before
