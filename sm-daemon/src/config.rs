@@ -15,8 +15,17 @@ use crate::core::Params;
 pub enum ParamsError {
     #[error(transparent)]
     Partitions(#[from] sm_core::partitions::PartitionError),
-    #[error("routing.engines: routing engine \"{0}\" is not built (known: minhop, updn, ftree)")]
+    #[error(
+        "routing.engines: routing engine \"{0}\" is not built (known: minhop, updn, ftree, \
+         layered)"
+    )]
     Engine(String),
+    /// An engine whose paths need SLs the running SM does not program yet.
+    #[error(
+        "routing.engines: \"{0}\" routes with per-destination SLs, which ibsm run does not \
+         program yet (SL-to-VL tables, PathRecord SLs); use it offline with ibsm route"
+    )]
+    OfflineOnly(String),
     /// A GUID file named by `key` is missing or has a line that is not a GUID.
     #[error("{key}: {error}")]
     GuidFile {
@@ -80,6 +89,9 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
     for e in &cfg.routing.engines {
         if sm_routing::engine(e).is_err() {
             return Err(ParamsError::Engine(e.clone()));
+        }
+        if e == "layered" {
+            return Err(ParamsError::OfflineOnly(e.clone()));
         }
     }
     let sm = &cfg.sm;

@@ -2,6 +2,7 @@
 //! them. The only module that knows every engine.
 
 use crate::ftree::FatTree;
+use crate::layered::Layered;
 use crate::minhop::MinHop;
 use crate::routes::{Engine, Options, RouteError, Routes};
 use crate::topo::Topo;
@@ -13,6 +14,7 @@ pub fn engine(name: &str) -> Result<Box<dyn Engine>, RouteError> {
         "minhop" => Ok(Box::new(MinHop)),
         "updn" => Ok(Box::new(UpDown)),
         "ftree" => Ok(Box::new(FatTree)),
+        "layered" => Ok(Box::new(Layered)),
         other => Err(RouteError::UnknownEngine(other.to_string())),
     }
 }

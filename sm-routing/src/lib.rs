@@ -7,7 +7,7 @@
 //! - `fill`, `labels`, `rank`: what engines share (one port per LID from candidate port
 //!   masks; up/down labels, the deadlock rule of `updn` and `ftree`; switch ranks and the
 //!   fat-tree shape);
-//! - [`minhop`], [`updn`], [`ftree`]: the engines;
+//! - [`minhop`], [`updn`], [`ftree`], [`layered`]: the engines;
 //! - [`chain`]: engines by name and the fallback chain;
 //! - [`ar`], [`mcast`], [`mod@validate`], [`mod@metrics`]: what is built on routes.
 
@@ -17,6 +17,7 @@ mod fill;
 pub mod ftree;
 pub mod guids;
 mod labels;
+pub mod layered;
 pub mod mcast;
 pub mod metrics;
 pub mod minhop;
@@ -33,7 +34,9 @@ pub use chain::{ChainResult, Fallback, engine, route_chain};
 pub use guids::{GuidFileError, read_guid_file};
 pub use mcast::{GroupTree, McastPlanner, Mfts, PortMask, TreeOrder};
 pub use metrics::{Metrics, MetricsOptions, metrics};
-pub use routes::{Dir, Engine, Options, PreviousTables, RouteError, Routes, Rule, SwitchAr};
+pub use routes::{
+    Dir, Engine, Options, PathSl, PreviousTables, RouteError, Routes, Rule, SwitchAr,
+};
 pub use topo::{DestIdx, SwIdx, Topo, TopoError};
 pub use validate::{ValidateOptions, Validation, validate};
 pub use walk::Fate;

@@ -121,6 +121,8 @@ pub enum RepairError {
     Stranded { switch: Guid, lid: Lid },
     #[error("the tables are for {tables} switches, the fabric has {switches}")]
     Shape { tables: usize, switches: usize },
+    #[error("layered tables are rerouted whole: a moved route can close a cycle in its layer")]
+    Layered,
 }
 
 /// A path's label: hops to the destination switch and whether every move goes down.
@@ -171,6 +173,9 @@ pub fn repair<T: AsRef<[u8]>>(
     tables: &[T],
     damage: &Damage,
 ) -> Result<Outcome, RepairError> {
+    if *rule == Rule::Layered {
+        return Err(RepairError::Layered);
+    }
     if tables.len() != topo.num_switches() {
         return Err(RepairError::Shape {
             tables: tables.len(),

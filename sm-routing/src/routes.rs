@@ -19,6 +19,8 @@ pub struct Options {
     /// Tables the switches hold now: a LID keeps its port wherever that port is still one
     /// of the engine's legal minimal choices, so a change moves only the routes it must.
     pub previous: Option<std::sync::Arc<PreviousTables>>,
+    /// Virtual lanes a layering engine may use (0 = its default, 8).
+    pub vl_budget: u8,
 }
 
 /// Forwarding tables by switch GUID (index = LID), as an SM last programmed them.
@@ -77,7 +79,7 @@ pub enum RouteError {
         engine: &'static str,
         reason: String,
     },
-    #[error("unknown routing engine \"{0}\" (known: minhop, updn, ftree)")]
+    #[error("unknown routing engine \"{0}\" (known: minhop, updn, ftree, layered)")]
     UnknownEngine(String),
     #[error("every engine of the chain declined: {0}")]
     ChainExhausted(String),
@@ -106,6 +108,53 @@ pub struct Routes {
     pub ar: Option<Vec<SwitchAr>>,
     /// The rule every path follows, so a repair can keep to it.
     pub rule: Rule,
+    /// Service level of every path, for engines that layer; `None` when every path may
+    /// use any SL (all on SL 0).
+    pub sl: Option<std::sync::Arc<PathSl>>,
+}
+
+/// The service level of every path: per (source switch, destination LID), as every CA on
+/// one switch follows the same path to a LID.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PathSl {
+    lids: usize,
+    sl: Vec<u8>,
+}
+
+impl PathSl {
+    /// All on SL 0, for `switches` switches and LIDs `0..lids`.
+    pub fn new(switches: usize, lids: usize) -> PathSl {
+        PathSl {
+            lids,
+            sl: vec![0; switches * lids],
+        }
+    }
+
+    /// The SL of paths from switch `s` to `lid` (0 outside the table).
+    #[inline]
+    pub fn get(&self, s: SwIdx, lid: Lid) -> u8 {
+        let l = lid.0 as usize;
+        if l >= self.lids {
+            return 0;
+        }
+        self.sl.get(s.idx() * self.lids + l).copied().unwrap_or(0)
+    }
+
+    /// Sets the SL of paths from switch `s` to `lid` (ignored outside the table).
+    #[inline]
+    pub fn set(&mut self, s: SwIdx, lid: Lid, sl: u8) {
+        let l = lid.0 as usize;
+        if l < self.lids {
+            if let Some(e) = self.sl.get_mut(s.idx() * self.lids + l) {
+                *e = sl;
+            }
+        }
+    }
+
+    /// The highest SL used.
+    pub fn max(&self) -> u8 {
+        self.sl.iter().copied().max().unwrap_or(0)
+    }
 }
 
 /// The rule an engine's paths follow, kept with its tables so that a repair moving a few
@@ -119,6 +168,9 @@ pub enum Rule {
     /// Between switches of equal rank the move goes up towards the lower GUID with
     /// `tie_by_guid` (updn's total order), and is never taken without (ftree's siblings).
     UpDown { rank: Vec<u32>, tie_by_guid: bool },
+    /// Paths of any shape, kept deadlock-free by virtual layers ([`Routes::sl`]): moving
+    /// one route can close a cycle in its layer, so changes are rerouted whole.
+    Layered,
 }
 
 /// Directions of a move under a [`Rule`].
@@ -133,7 +185,7 @@ impl Rule {
     /// The direction of the move `s → t`.
     pub fn dir(&self, topo: &Topo<'_>, s: SwIdx, t: SwIdx) -> Dir {
         match self {
-            Rule::Shortest => Dir::Down,
+            Rule::Shortest | Rule::Layered => Dir::Down,
             Rule::UpDown { rank, tie_by_guid } => {
                 let (rs, rt) = (rank.get(s.idx()), rank.get(t.idx()));
                 match rt.cmp(&rs) {
@@ -162,6 +214,7 @@ impl Routes {
             lft: vec![vec![NO_ROUTE; len]; topo.num_switches()],
             ar: None,
             rule: Rule::Shortest,
+            sl: None,
         }
     }
 
@@ -172,6 +225,17 @@ impl Routes {
             .get(lid.0 as usize)
             .copied()
             .filter(|&p| p != NO_ROUTE)
+    }
+
+    /// The service level of paths from switch `s` to `lid` (0 without layers).
+    #[inline]
+    pub fn sl(&self, s: SwIdx, lid: Lid) -> u8 {
+        self.sl.as_ref().map_or(0, |t| t.get(s, lid))
+    }
+
+    /// Virtual lanes the paths use (the identity SL-to-VL map: highest SL + 1).
+    pub fn vls_used(&self) -> u8 {
+        self.sl.as_ref().map_or(1, |t| t.max() + 1)
     }
 
     /// As the exchange type of the dump formats.

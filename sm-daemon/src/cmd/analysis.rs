@@ -290,6 +290,11 @@ pub(crate) fn analyse(
         routes,
         &ValidateOptions {
             max_failures: args.max_failures,
+            vl: routes.sl.clone().map(|sl| {
+                let f: std::sync::Arc<sm_routing::validate::VlFn> =
+                    std::sync::Arc::new(move |src, lid| sl.get(src.sw, lid));
+                f
+            }),
             ..ValidateOptions::default()
         },
     );

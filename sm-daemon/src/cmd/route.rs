@@ -47,6 +47,9 @@ pub(crate) struct Args {
     /// Compute nodes (ftree): a file of CA port GUIDs, one per line (OpenSM's format).
     #[arg(long, visible_alias = "cn", value_name = "FILE")]
     compute_nodes: Option<PathBuf>,
+    /// Virtual lanes the layered engine may use (1 to 15; default 8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=15))]
+    vls: Option<u8>,
     /// Also compute adaptive-routing port groups (implied by --ar-out).
     #[arg(long)]
     adaptive: bool,
@@ -82,6 +85,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("{}", args.topo.display()))?;
     let mut opts = Options {
         adaptive: args.adaptive || args.ar_out.is_some(),
+        vl_budget: args.vls.unwrap_or(0),
         ..Options::default()
     };
     opts.roots = guid_file("--roots", args.roots.as_deref())?;

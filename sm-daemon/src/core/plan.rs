@@ -151,6 +151,7 @@ impl Plan {
             lft: self.lfts.iter().map(|t| t.to_vec()).collect(),
             ar: None,
             rule: self.rule.clone(),
+            sl: None,
         }
     }
 
@@ -244,6 +245,7 @@ fn route(fabric: &Fabric, p: &Params, previous: Option<&Plan>) -> Result<Routed,
                 lft: Vec::new(),
                 ar: None,
                 rule: sm_routing::Rule::Shortest,
+                sl: None,
             },
             switches: Vec::new(),
             sw_of,
