@@ -1230,6 +1230,75 @@ fn dragonfly_plus(s: &DragonflyPlus) -> Result<Plan, GenError> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Degraded fabrics.
+
+/// What [`remove_links`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Removed {
+    /// Switch-to-switch links removed.
+    pub removed: usize,
+    /// Switch-to-switch links the fabric had.
+    pub of: usize,
+}
+
+/// Removes `fraction` of the switch-to-switch links, chosen by `seed`, as failed cables
+/// leave a fabric. A link whose removal would cut the switches apart is kept (and the next
+/// candidate taken), so every switch still reaches every other.
+pub fn remove_links(fabric: &mut Fabric, fraction: f64, seed: u64) -> Removed {
+    let is_sw = |f: &Fabric, p: PortIdx| f.node(f.port(p).node).kind == NodeKind::Switch;
+    let mut links: Vec<(PortIdx, PortIdx)> = fabric
+        .links()
+        .filter(|&(a, b)| is_sw(fabric, a) && is_sw(fabric, b))
+        .collect();
+    let of = links.len();
+    let want = ((of as f64) * fraction.clamp(0.0, 1.0)).round() as usize;
+    let mut rng = SplitMix64::new(seed);
+    // A seeded Fisher-Yates shuffle: candidates in a random order.
+    for i in (1..links.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        links.swap(i, j);
+    }
+    let mut removed = 0;
+    for &(a, b) in &links {
+        if removed == want {
+            break;
+        }
+        fabric.disconnect(a);
+        if switches_connected(fabric) {
+            removed += 1;
+        } else {
+            // Put it back: the cable was a bridge.
+            let _ = fabric.connect(a, b);
+        }
+    }
+    Removed { removed, of }
+}
+
+fn switches_connected(fabric: &Fabric) -> bool {
+    let switches: Vec<NodeIdx> = fabric.switches().collect();
+    let Some(&first) = switches.first() else {
+        return true;
+    };
+    let mut seen = vec![false; fabric.nodes().len()];
+    seen[first.0 as usize] = true;
+    let mut stack = vec![first];
+    let mut count = 1;
+    while let Some(n) = stack.pop() {
+        for p in fabric.node_ports(n) {
+            let Some((m, _)) = fabric.peer(p) else {
+                continue;
+            };
+            if fabric.node(m).kind == NodeKind::Switch && !seen[m.0 as usize] {
+                seen[m.0 as usize] = true;
+                count += 1;
+                stack.push(m);
+            }
+        }
+    }
+    count == switches.len()
+}
+
+// ---------------------------------------------------------------------------------------
 // Random irregular graphs.
 
 /// SplitMix64 (Steele, Lea, Flood): tiny, fast, and fully specified by its seed.

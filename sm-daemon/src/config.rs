@@ -87,10 +87,10 @@ pub fn guid_file(key: &'static str, path: Option<&Path>) -> Result<Vec<Guid>, Pa
 /// The core's parameters for a configuration read from `path`.
 pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
     for e in &cfg.routing.engines {
-        if sm_routing::engine(e).is_err() {
+        if e != "auto" && sm_routing::engine(e).is_err() {
             return Err(ParamsError::Engine(e.clone()));
         }
-        if e == "layered" {
+        if e == "layered" || e == "auto" {
             return Err(ParamsError::OfflineOnly(e.clone()));
         }
     }

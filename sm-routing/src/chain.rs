@@ -33,15 +33,31 @@ pub struct ChainResult {
     pub fallbacks: Vec<Fallback>,
 }
 
+/// The chain `auto` stands for: ftree on a clean fat-tree (it declines anything else),
+/// the layered engine otherwise (degraded trees, dragonflies, tori, any graph).
+pub const AUTO: &str = "ftree,layered";
+
 /// Runs engines in order (`"ftree,updn,minhop"`) until one routes, as OpenSM's `-R` does;
-/// only [`RouteError::NotApplicable`] moves on, any other error stops the chain.
+/// only [`RouteError::NotApplicable`] moves on, any other error stops the chain. `auto`
+/// in the chain stands for [`AUTO`].
 pub fn route_chain(
     chain: &str,
     topo: &Topo<'_>,
     opts: &Options,
 ) -> Result<ChainResult, RouteError> {
     let mut fallbacks = Vec::new();
-    for name in chain.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    let names = chain
+        .split(',')
+        .map(str::trim)
+        .flat_map(|n| {
+            if n == "auto" {
+                AUTO.split(',').collect()
+            } else {
+                vec![n]
+            }
+        })
+        .filter(|s| !s.is_empty());
+    for name in names {
         let e = engine(name)?;
         match e.route(topo, opts) {
             Ok(routes) => return Ok(ChainResult { routes, fallbacks }),

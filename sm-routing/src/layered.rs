@@ -2,44 +2,50 @@
 //!
 //! # Routes
 //!
-//! Destination LIDs are routed one at a time, in [`Topo::dests`] order. Each gets a tree
-//! towards its switch: a shortest-path tree under link costs `hop_cost + load`, where
-//! `load` counts the CA flows (one per CA source whose path uses the directed link) that
-//! every tree routed so far put on that link. Heavily used links grow expensive, so later
-//! destinations go round them, on longer paths if need be: balance is global, over all
-//! destinations, not per switch. The 2^LMC LIDs of a port are separate destinations and
-//! spread the same way.
+//! Every destination LID gets a tree towards its switch: a shortest-path tree under link
+//! costs `hop_cost + load`, where `load` counts the CA flows (one per CA source whose path
+//! uses the directed link) the other LIDs' trees put on that link, and a hop costs one
+//! destination's worth of flows. Heavily used links grow expensive, so trees go round them,
+//! on longer paths if need be: balance is global, over all destinations, not per switch.
+//! A first pass routes every LID in turn; a second takes each LID's flows off and routes it
+//! again knowing every other LID's, then layers it. The 2^LMC LIDs of a port are separate
+//! destinations and spread the same way.
+//!
+//! LIDs go in batches of [`BATCH`], one LID per destination switch in turn (so a batch
+//! rarely holds two LIDs of one switch); the trees of a batch are computed in parallel from
+//! the loads before it, then committed in order. The batches do not depend on the number
+//! of threads, nor do the tables.
 //!
 //! # Layers
 //!
-//! Every destination's tree goes into one virtual layer; a layer's channel dependency graph
-//! (channels = directed switch-to-switch links, a dependency where a tree turns from one
-//! into the next) must stay acyclic, so each layer is deadlock-free on its own and layers
-//! never depend on each other. A tree goes into the first layer it keeps acyclic (checked
-//! incrementally on a maintained topological order, Pearce and Kelly's algorithm). The
-//! layer is the service level of every path to that LID, and with the identity SL-to-VL
-//! map its virtual lane.
+//! Each source switch's path to a LID goes into one virtual layer; a layer's channel
+//! dependency graph (channels = directed switch-to-switch links, a dependency where a path
+//! turns from one into the next) must stay acyclic, so each layer is deadlock-free on its
+//! own and layers never depend on each other. A path goes into the first layer it keeps
+//! acyclic (checked incrementally on a maintained topological order, after Pearce and
+//! Kelly). The layer is the service level of the path, and with the identity SL-to-VL map
+//! its virtual lane. A path that fits no layer may instead leave its switch another way,
+//! through a neighbour whose path is placed, when that one turn fits that path's layer.
 //!
-//! The last layer of the budget is the *escape* layer: it holds only trees that obey
+//! The last layer of the budget is the *escape* layer: it holds only paths that obey
 //! up*/down* (ranks of [`crate::updn`]), which are acyclic together whatever else is in
-//! it. A tree that fits no other layer is replaced by the balanced up*/down* tree towards
-//! the same LID and goes there. So the result is deadlock-free within any budget, down to
-//! one virtual lane (where every tree is the balanced up*/down* one), and never falls back
-//! to a deadlocking one.
-//!
-//! Everything is sequential and in a fixed order, so the tables do not depend on the
-//! number of threads.
+//! it. When some path of a tree fits nowhere, the tree is replaced by the balanced
+//! up*/down* tree towards the same LID, all of it in the escape layer. So the result is
+//! deadlock-free within any budget, down to one virtual lane (where every tree is the
+//! balanced up*/down* one), and never falls back to a deadlocking one.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use rayon::prelude::*;
 use sm_core::NodeKind;
+use sm_mad::Lid;
 
 use crate::routes::{Dir, Engine, Options, PathSl, RouteError, Routes, Rule};
 use crate::topo::{DestIdx, SwIdx, Topo};
 
 /// Virtual lanes used when the options name no budget.
 pub const DEFAULT_VL_BUDGET: u8 = 8;
+
+/// LIDs whose trees are computed together from the same loads.
+pub const BATCH: usize = 16;
 
 /// The engine.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,41 +78,49 @@ impl Engine for Layered {
             rank: ranking.rank,
             tie_by_guid: true,
         };
-        let mut r = Router::new(topo, &rule, budget);
+        let g = Graph::new(topo, &rule);
+        let mut r = Router::new(&g, budget);
         let mut routes = Routes::empty(self.name(), topo);
         let lid_len = routes.lft.first().map_or(0, Vec::len);
         let mut sl = PathSl::new(topo.num_switches(), lid_len);
-        // A first pass routes every LID for balance alone; the second routes each again
-        // knowing every other LID's flows (its own taken off), and layers it.
-        {
-            for (di, d) in topo.dests.iter_enumerated() {
-                for lid in d.lids() {
-                    r.balance(di);
-                    for (s, table) in routes.lft.iter_mut().enumerate() {
-                        if s != d.sw.idx() {
-                            if let (Some(c), Some(e)) = (r.parent[s], table.get_mut(lid.0 as usize)) {
-                                *e = r.chans[c as usize].port;
-                            }
-                        }
-                    }
+        let jobs = interleaved(topo);
+        let mut searches: Vec<Search> = Vec::new();
+        for last in [false, true] {
+            // The first pass only spreads loads for the second, which routes LID by LID on
+            // exact loads.
+            let size = if last { 1 } else { BATCH };
+            for batch in jobs.chunks(size) {
+                for &(d, lid) in batch {
+                    r.unload(&routes, d, lid);
                 }
-            }
-        }
-        for (di, d) in topo.dests.iter_enumerated() {
-            for lid in d.lids() {
-                r.unload(&routes, di, lid);
-                r.route(di);
-                for (s, table) in routes.lft.iter_mut().enumerate() {
-                    let port = if s == d.sw.idx() {
-                        Some(d.sw_port)
-                    } else {
-                        r.parent[s].map(|c| r.chans[c as usize].port)
-                    };
-                    if let (Some(p), Some(e)) = (port, table.get_mut(lid.0 as usize)) {
-                        *e = p;
+                searches.resize_with(batch.len(), || Search::new(g.len()));
+                let load = &r.load;
+                let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
+                    s.tree(&g, load, topo.dests[d].sw, false)
+                };
+                if crate::par::worth(batch.len() * g.chans.len()) {
+                    searches.par_iter_mut().zip(batch).for_each(each);
+                } else {
+                    searches.iter_mut().zip(batch).for_each(each);
+                }
+                for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
+                    let dest = &topo.dests[d];
+                    if last {
+                        r.place_or_escape(s, dest.sw);
                     }
-                    if r.layer[s] != 0 {
-                        sl.set(SwIdx(s as u32), lid, r.layer[s]);
+                    r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
+                    for (x, table) in routes.lft.iter_mut().enumerate() {
+                        let port = if x == dest.sw.idx() {
+                            Some(dest.sw_port)
+                        } else {
+                            s.parent[x].map(|c| g.chans[c as usize].port)
+                        };
+                        if let (Some(p), Some(e)) = (port, table.get_mut(lid.0 as usize)) {
+                            *e = p;
+                        }
+                        if last && r.layer[x] != 0 {
+                            sl.set(SwIdx(x as u32), lid, r.layer[x]);
+                        }
                     }
                 }
             }
@@ -114,6 +128,29 @@ impl Engine for Layered {
         routes.sl = Some(std::sync::Arc::new(sl));
         routes.rule = Rule::Layered;
         Ok(routes)
+    }
+}
+
+/// Every LID, one per destination switch in turn (switches in order, each switch's LIDs
+/// in destination order).
+fn interleaved(topo: &Topo<'_>) -> Vec<(DestIdx, Lid)> {
+    let mut per: Vec<Vec<(DestIdx, Lid)>> = vec![Vec::new(); topo.num_switches()];
+    for (di, d) in topo.dests.iter_enumerated() {
+        per[d.sw.idx()].extend(d.lids().map(|l| (di, l)));
+    }
+    let mut out = Vec::with_capacity(per.iter().map(Vec::len).sum());
+    let mut next = vec![0usize; per.len()];
+    loop {
+        let before = out.len();
+        for (s, lids) in per.iter().enumerate() {
+            if let Some(&j) = lids.get(next[s]) {
+                out.push(j);
+                next[s] += 1;
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
     }
 }
 
@@ -127,40 +164,21 @@ struct Chan {
     dir: Dir,
 }
 
-struct Router<'a, 't> {
+/// The switch graph as the engine reads it.
+struct Graph<'a, 't> {
     topo: &'a Topo<'t>,
     chans: Vec<Chan>,
     /// First channel of each switch (CSR over [`Topo::adj`]), and one past the last.
     off: Vec<u32>,
     /// The channel in the other direction.
     rev: Vec<u32>,
-    /// CA flows routed over each channel so far.
-    load: Vec<u64>,
-    hop_cost: u64,
     /// CA sources hanging off each switch.
     sources: Vec<u64>,
-    /// Layers with a dependency graph; the escape layer (the last) keeps none.
-    layers: Vec<Layer>,
-    escape: u8,
-    // Per-destination scratch.
-    dist: Vec<u64>,
-    parent: Vec<Option<u32>>,
-    order: Vec<SwIdx>,
-    acc: Vec<u64>,
-    cone: Vec<bool>,
-    settled: Vec<bool>,
-    /// Settled switches whose channels were relaxed (seeds are settled before).
-    expanded: Vec<bool>,
-    deps: Vec<(u32, u32)>,
-    /// Layer of each source switch's path to the current LID.
-    layer: Vec<u8>,
-    /// Dependencies the current LID added, by layer, to take back if it goes up*/down*.
-    log: Vec<(u8, u32, u32)>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    hop_cost: u64,
 }
 
-impl<'a, 't> Router<'a, 't> {
-    fn new(topo: &'a Topo<'t>, rule: &Rule, budget: u8) -> Router<'a, 't> {
+impl<'a, 't> Graph<'a, 't> {
+    fn new(topo: &'a Topo<'t>, rule: &Rule) -> Graph<'a, 't> {
         let n = topo.num_switches();
         let mut chans = Vec::new();
         let mut off = Vec::with_capacity(n + 1);
@@ -193,19 +211,112 @@ impl<'a, 't> Router<'a, 't> {
             }
         }
         let cas: u64 = sources.iter().sum();
-        let layers = (0..budget - 1).map(|_| Layer::new(chans.len())).collect();
-        Router {
+        Graph {
             topo,
-            load: vec![0; chans.len()],
-            // A hop costs as much as four destinations' worth of flows through one link:
-            // paths stay short until links are clearly imbalanced.
-            hop_cost: 4 * cas.max(1),
-            rev,
-            off,
             chans,
+            off,
+            rev,
             sources,
-            layers,
-            escape: budget - 1,
+            hop_cost: cas.max(1),
+        }
+    }
+
+    /// Number of switches.
+    fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    fn out_chans(&self, s: SwIdx) -> std::ops::Range<usize> {
+        self.off[s.idx()] as usize..self.off[s.idx() + 1] as usize
+    }
+
+    /// Whether the turn from channel `a` into `b` breaks up*/down*.
+    fn illegal(&self, a: u32, b: u32) -> bool {
+        self.chans[a as usize].dir == Dir::Down && self.chans[b as usize].dir == Dir::Up
+    }
+}
+
+/// One tree search's state: a worker's scratch.
+struct Search {
+    dist: Vec<u64>,
+    /// The tree: each switch's channel towards the destination.
+    parent: Vec<Option<u32>>,
+    /// Switches in the order they settled (the destination's switch first).
+    order: Vec<SwIdx>,
+    /// CA sources behind each switch (after [`Router::commit`]).
+    acc: Vec<u64>,
+    cone: Vec<bool>,
+    settled: Vec<bool>,
+    /// Settled switches whose channels were relaxed (seeds are settled before).
+    expanded: Vec<bool>,
+    heap: RadixHeap,
+}
+
+/// A monotone priority queue (a radix heap): Dijkstra never pushes a key below the last
+/// one popped, so entries sit in buckets by the highest bit where they differ from it.
+struct RadixHeap {
+    last: u64,
+    len: usize,
+    buckets: [Vec<(u64, u32)>; 65],
+}
+
+impl Default for RadixHeap {
+    fn default() -> Self {
+        RadixHeap {
+            last: 0,
+            len: 0,
+            buckets: std::array::from_fn(|_| Vec::new()),
+        }
+    }
+}
+
+impl RadixHeap {
+    fn clear(&mut self) {
+        self.last = 0;
+        self.len = 0;
+        for b in &mut self.buckets {
+            b.clear();
+        }
+    }
+
+    fn bucket(&self, key: u64) -> usize {
+        (64 - (key ^ self.last).leading_zeros()) as usize
+    }
+
+    /// `key` must not be below the last key popped.
+    fn push(&mut self, key: u64, v: u32) {
+        let b = self.bucket(key);
+        self.buckets[b].push((key, v));
+        self.len += 1;
+    }
+
+    fn pop(&mut self) -> Option<(u64, u32)> {
+        if self.len == 0 {
+            return None;
+        }
+        if self.buckets[0].is_empty() {
+            let i = self.buckets.iter().position(|b| !b.is_empty())?;
+            let moved = std::mem::take(&mut self.buckets[i]);
+            self.last = moved.iter().map(|e| e.0).min()?;
+            for &(k, v) in &moved {
+                let b = self.bucket(k);
+                self.buckets[b].push((k, v));
+            }
+            // Keep the allocation.
+            let mut moved = moved;
+            moved.clear();
+            if self.buckets[i].is_empty() {
+                self.buckets[i] = moved;
+            }
+        }
+        self.len -= 1;
+        self.buckets[0].pop()
+    }
+}
+
+impl Search {
+    fn new(n: usize) -> Search {
+        Search {
             dist: vec![u64::MAX; n],
             parent: vec![None; n],
             order: Vec::with_capacity(n),
@@ -213,36 +324,128 @@ impl<'a, 't> Router<'a, 't> {
             cone: vec![false; n],
             settled: vec![false; n],
             expanded: vec![false; n],
-            deps: Vec::new(),
-            layer: vec![0; n],
-            log: Vec::new(),
-            heap: BinaryHeap::new(),
+            heap: RadixHeap::default(),
         }
     }
 
-    fn out_chans(&self, s: SwIdx) -> std::ops::Range<usize> {
-        self.off[s.idx()] as usize..self.off[s.idx() + 1] as usize
+    /// Dijkstra from `dsw` over reversed channels; with `updn`, only up*/down* paths.
+    fn tree(&mut self, g: &Graph<'_, '_>, load: &[u64], dsw: SwIdx, updn: bool) {
+        self.dist.fill(u64::MAX);
+        self.parent.fill(None);
+        self.order.clear();
+        self.dist[dsw.idx()] = 0;
+        self.order.push(dsw);
+        if !updn {
+            self.search(g, load, |_| true);
+            return;
+        }
+        // The cone: switches that reach dsw going down only. They must go down, so a
+        // packet that went down never has to go up again.
+        self.search(g, load, |c| c.dir == Dir::Down);
+        self.cone.fill(false);
+        for &s in &self.order {
+            self.cone[s.idx()] = true;
+        }
+        let cone = std::mem::take(&mut self.cone);
+        self.search(g, load, |c| {
+            !cone[c.from.idx()] && (c.dir == Dir::Up || cone[c.to.idx()])
+        });
+        self.cone = cone;
     }
 
-    /// Routes one LID of `d` for balance only (a first pass).
-    fn balance(&mut self, d: DestIdx) {
-        let dest = &self.topo.dests[d];
-        let dsw = dest.sw;
-        self.tree(dsw, false);
-        self.dependencies(dsw);
-        if dest.kind != NodeKind::Switch {
-            self.commit_load();
+    /// Dijkstra extending the switches of `order` (final, distances set), relaxing `s`
+    /// from `t` over the channel `s -> t` when `allowed`; appends switches to `order` as
+    /// they settle.
+    fn search(&mut self, g: &Graph<'_, '_>, load: &[u64], allowed: impl Fn(&Chan) -> bool) {
+        self.heap.clear();
+        self.settled.fill(false);
+        for &s in &self.order {
+            self.settled[s.idx()] = true;
+        }
+        // Seeds in distance order: the heap's keys never go below the last popped.
+        let mut seeds: Vec<(u64, u32)> = self
+            .order
+            .iter()
+            .map(|s| (self.dist[s.idx()], s.0))
+            .collect();
+        seeds.sort_unstable();
+        for (d, s) in seeds {
+            self.heap.push(d, s);
+        }
+        while let Some((dt, t)) = self.heap.pop() {
+            let t = SwIdx(t);
+            if dt != self.dist[t.idx()] {
+                continue;
+            }
+            if !self.settled[t.idx()] {
+                self.settled[t.idx()] = true;
+                self.order.push(t);
+            } else if self.expanded[t.idx()] {
+                continue;
+            }
+            self.expanded[t.idx()] = true;
+            for back in g.out_chans(t) {
+                let c = g.rev[back];
+                if c == u32::MAX {
+                    continue;
+                }
+                let ch = g.chans[c as usize];
+                let s = ch.from.idx();
+                if self.settled[s] || !allowed(&ch) {
+                    continue;
+                }
+                let nd = dt + g.hop_cost + load[c as usize];
+                if nd < self.dist[s] {
+                    self.dist[s] = nd;
+                    self.parent[s] = Some(c);
+                    self.heap.push(nd, s as u32);
+                }
+            }
+        }
+        self.expanded.fill(false);
+    }
+}
+
+struct Router<'g, 'a, 't> {
+    g: &'g Graph<'a, 't>,
+    /// CA flows routed over each channel so far.
+    load: Vec<u64>,
+    /// Layers with a dependency graph; the escape layer (the last) keeps none.
+    layers: Vec<Layer>,
+    escape: u8,
+    /// Layer of each source switch's path to the current LID.
+    layer: Vec<u8>,
+    /// Switches whose path to the current LID is placed (and the destination switch).
+    done: Vec<bool>,
+    deps: Vec<(u32, u32)>,
+    /// Dependencies the current LID added, by layer, to take back if it goes up*/down*.
+    log: Vec<(u8, u32, u32)>,
+}
+
+impl<'g, 'a, 't> Router<'g, 'a, 't> {
+    fn new(g: &'g Graph<'a, 't>, budget: u8) -> Router<'g, 'a, 't> {
+        let n = g.len();
+        Router {
+            g,
+            load: vec![0; g.chans.len()],
+            layers: (0..budget - 1).map(|_| Layer::new(g.chans.len())).collect(),
+            escape: budget - 1,
+            layer: vec![0; n],
+            done: vec![false; n],
+            deps: Vec::new(),
+            log: Vec::new(),
         }
     }
 
     /// Takes the flows of `lid`'s path, as the tables hold it, off the loads.
-    fn unload(&mut self, routes: &Routes, d: DestIdx, lid: sm_mad::Lid) {
-        let dest = &self.topo.dests[d];
+    fn unload(&mut self, routes: &Routes, d: DestIdx, lid: Lid) {
+        let g = self.g;
+        let dest = &g.topo.dests[d];
         if dest.kind == NodeKind::Switch {
             return;
         }
-        for s in (0..self.topo.num_switches() as u32).map(SwIdx) {
-            let n = self.sources[s.idx()];
+        for s in (0..g.len() as u32).map(SwIdx) {
+            let n = g.sources[s.idx()];
             if n == 0 {
                 continue;
             }
@@ -250,67 +453,80 @@ impl<'a, 't> Router<'a, 't> {
             let mut hops = 0;
             while at != dest.sw && hops < 64 {
                 let Some(p) = routes.port(at, lid) else { break };
-                let Some(c) = self.out_chans(at).find(|&c| self.chans[c].port == p) else {
+                let Some(c) = g.out_chans(at).find(|&c| g.chans[c].port == p) else {
                     break;
                 };
-                self.load[c] -= n;
-                at = self.chans[c].to;
+                self.load[c] = self.load[c].saturating_sub(n);
+                at = g.chans[c].to;
                 hops += 1;
             }
         }
     }
 
-    /// Routes one LID of `d`: leaves its tree in `parent` and the layer of each source
-    /// switch's path in `layer`.
-    fn route(&mut self, d: DestIdx) {
-        let dest = &self.topo.dests[d];
-        let dsw = dest.sw;
-        let ca_dest = dest.kind != NodeKind::Switch;
-        self.tree(dsw, false);
-        self.dependencies(dsw);
-        if !self.place(dsw) {
-            // Some path fits no layer and breaks up*/down*: the whole tree goes up*/down*,
-            // into the escape layer.
-            for (li, x, y) in self.log.drain(..) {
-                self.layers[li as usize].unlink(x, y);
-            }
-            self.tree(dsw, true);
-            self.dependencies(dsw);
-            for s in 0..self.layer.len() {
-                self.layer[s] = self.escape;
-            }
+    /// Layers the tree of `s` (see [`Self::place`]); when some path fits nowhere, the
+    /// tree becomes the balanced up*/down* one, in the escape layer.
+    fn place_or_escape(&mut self, s: &mut Search, dsw: SwIdx) {
+        if self.place(s, dsw) {
+            return;
         }
-        if ca_dest {
-            self.commit_load();
+        for (li, x, y) in self.log.drain(..) {
+            self.layers[li as usize].unlink(x, y);
+        }
+        s.tree(self.g, &self.load, dsw, true);
+        self.layer.fill(self.escape);
+    }
+
+    /// Adds the tree's CA flows to the loads (and counts the sources behind each switch,
+    /// along the tree as placed).
+    fn commit(&mut self, s: &mut Search, dsw: SwIdx, ca_dest: bool) {
+        let g = self.g;
+        s.acc.fill(0);
+        for &x in s.order.iter().rev() {
+            if x == dsw {
+                continue;
+            }
+            let Some(c) = s.parent[x.idx()] else {
+                continue;
+            };
+            let a = s.acc[x.idx()] + g.sources[x.idx()];
+            s.acc[x.idx()] = a;
+            s.acc[g.chans[c as usize].to.idx()] += a;
+            if ca_dest {
+                self.load[c as usize] += a;
+            }
         }
     }
 
     /// Puts every source switch's path into the first layer it keeps acyclic, or the
-    /// escape layer if it obeys up*/down*; false when some path fits nowhere.
+    /// escape layer if it obeys up*/down*, or sends it another way
+    /// ([`Self::reparent`]); false when some path fits nowhere.
     ///
     /// Switches go nearest the destination first. A path contains the path of the next
     /// source switch on it, whose layer is known: layer graphs only grow, so no lower
     /// layer can take the longer path, and in that layer only the prefix is new.
-    fn place(&mut self, dsw: SwIdx) -> bool {
+    fn place(&mut self, sr: &mut Search, dsw: SwIdx) -> bool {
+        let g = self.g;
         self.log.clear();
         self.layer.fill(0);
-        let order = std::mem::take(&mut self.order);
-        let mut ok = true;
-        for &s in &order {
-            if self.sources[s.idx()] == 0 || s == dsw || self.parent[s.idx()].is_none() {
+        self.done.fill(false);
+        self.done[dsw.idx()] = true;
+        for i in 0..sr.order.len() {
+            let s = sr.order[i];
+            if g.sources[s.idx()] == 0 || s == dsw || sr.parent[s.idx()].is_none() {
                 continue;
             }
+            self.done[s.idx()] = true;
             self.deps.clear();
             let mut at = s;
             let mut prefix = None;
             let mut from = 0u8;
-            while let Some(c) = self.parent[at.idx()] {
-                let t = self.chans[c as usize].to;
-                match self.parent[t.idx()] {
+            while let Some(c) = sr.parent[at.idx()] {
+                let t = g.chans[c as usize].to;
+                match sr.parent[t.idx()] {
                     Some(next) if t != dsw => self.deps.push((c, next)),
                     _ => break,
                 }
-                if prefix.is_none() && self.sources[t.idx()] > 0 {
+                if prefix.is_none() && g.sources[t.idx()] > 0 {
                     prefix = Some(self.deps.len());
                     from = self.layer[t.idx()];
                 }
@@ -337,114 +553,60 @@ impl<'a, 't> Router<'a, 't> {
                 }
             }
             if !placed {
-                if !self.legal() {
-                    ok = false;
-                    break;
+                if self.deps.iter().all(|&(a, b)| !g.illegal(a, b)) {
+                    self.layer[s.idx()] = self.escape;
+                } else if !self.reparent(sr, s, dsw) {
+                    return false;
                 }
-                self.layer[s.idx()] = self.escape;
             }
         }
-        self.order = order;
-        ok
+        true
     }
 
-    /// Dijkstra from `dsw` over reversed channels; with `updn`, only up*/down* paths.
-    fn tree(&mut self, dsw: SwIdx, updn: bool) {
-        self.dist.fill(u64::MAX);
-        self.parent.fill(None);
-        self.order.clear();
-        self.dist[dsw.idx()] = 0;
-        self.order.push(dsw);
-        if !updn {
-            self.search(|_| true);
-            return;
-        }
-        // The cone: switches that reach dsw going down only. They must go down, so a
-        // packet that went down never has to go up again.
-        self.search(|c| c.dir == Dir::Down);
-        self.cone.fill(false);
-        for &s in &self.order {
-            self.cone[s.idx()] = true;
-        }
-        let cone = std::mem::take(&mut self.cone);
-        self.search(|c| !cone[c.from.idx()] && (c.dir == Dir::Up || cone[c.to.idx()]));
-        self.cone = cone;
-    }
-
-    /// Dijkstra extending the switches of `order` (final, distances set), relaxing `s`
-    /// from `t` over the channel `s -> t` when `allowed`; appends switches to `order` as
-    /// they settle.
-    fn search(&mut self, allowed: impl Fn(&Chan) -> bool) {
-        self.heap.clear();
-        self.settled.fill(false);
-        for &s in &self.order {
-            self.settled[s.idx()] = true;
-            self.heap.push(Reverse((self.dist[s.idx()], s.0)));
-        }
-        while let Some(Reverse((dt, t))) = self.heap.pop() {
-            let t = SwIdx(t);
-            if dt != self.dist[t.idx()] {
-                continue;
+    /// Sends `s` another way: to a neighbour whose path is placed, with the one new
+    /// dependency fitting that path's layer (cheapest neighbour first). Switches behind
+    /// `s` are placed later, along the new way.
+    fn reparent(&mut self, sr: &mut Search, s: SwIdx, dsw: SwIdx) -> bool {
+        let g = self.g;
+        let current = sr.parent[s.idx()];
+        let mut cands: Vec<(u64, u32)> = g
+            .out_chans(s)
+            .filter(|&c| Some(c as u32) != current && self.done[g.chans[c].to.idx()])
+            .map(|c| {
+                let t = g.chans[c].to;
+                (sr.dist[t.idx()] + g.hop_cost + self.load[c], c as u32)
+            })
+            .collect();
+        cands.sort_unstable();
+        for (_, c) in cands {
+            let t = g.chans[c as usize].to;
+            if t == dsw {
+                sr.parent[s.idx()] = Some(c);
+                self.layer[s.idx()] = 0;
+                return true;
             }
-            if !self.settled[t.idx()] {
-                self.settled[t.idx()] = true;
-                self.order.push(t);
-            } else if self.expanded[t.idx()] {
-                continue;
-            }
-            self.expanded[t.idx()] = true;
-            for back in self.out_chans(t) {
-                let c = self.rev[back];
-                if c == u32::MAX {
-                    continue;
-                }
-                let ch = self.chans[c as usize];
-                let s = ch.from.idx();
-                if self.settled[s] || !allowed(&ch) {
-                    continue;
-                }
-                let nd = dt + self.hop_cost + self.load[c as usize];
-                if nd < self.dist[s] {
-                    self.dist[s] = nd;
-                    self.parent[s] = Some(c);
-                    self.heap.push(Reverse((nd, s as u32)));
-                }
-            }
-        }
-        self.expanded.fill(false);
-    }
-
-    /// CA sources behind every switch of the tree (`acc`).
-    fn dependencies(&mut self, dsw: SwIdx) {
-        self.acc.fill(0);
-        for &s in self.order.iter().rev() {
-            if s == dsw {
-                continue;
-            }
-            let Some(c) = self.parent[s.idx()] else {
+            let Some(next) = sr.parent[t.idx()] else {
                 continue;
             };
-            let a = self.acc[s.idx()] + self.sources[s.idx()];
-            self.acc[s.idx()] = a;
-            let t = self.chans[c as usize].to;
-            self.acc[t.idx()] += a;
-        }
-    }
-
-    /// Whether every turn of the path in `deps` obeys up*/down*.
-    fn legal(&self) -> bool {
-        self.deps.iter().all(|&(a, b)| {
-            !(self.chans[a as usize].dir == Dir::Down && self.chans[b as usize].dir == Dir::Up)
-        })
-    }
-
-    /// Adds the tree's CA flows to the channel loads (`acc` from [`Self::dependencies`]).
-    fn commit_load(&mut self) {
-        for (p, &a) in self.parent.iter().zip(&self.acc) {
-            if let Some(c) = p {
-                self.load[*c as usize] += a;
+            let li = self.layer[t.idx()];
+            let fits = if li == self.escape {
+                !g.illegal(c, next)
+            } else {
+                let layer = &mut self.layers[li as usize];
+                let ok = layer.try_add(&[(c, next)]);
+                if ok {
+                    self.log
+                        .extend(layer.added.drain(..).map(|(x, y)| (li, x, y)));
+                }
+                ok
+            };
+            if fits {
+                sr.parent[s.idx()] = Some(c);
+                self.layer[s.idx()] = li;
+                return true;
             }
         }
+        false
     }
 }
 
@@ -462,7 +624,7 @@ struct Layer {
     stack: Vec<u32>,
     added: Vec<(u32, u32)>,
     /// Dependencies that closed a cycle on their own: they always will.
-    bad: std::collections::HashSet<u64>,
+    bad: std::collections::HashSet<u64, std::hash::BuildHasherDefault<KeyHasher>>,
 }
 
 impl Layer {
@@ -477,7 +639,7 @@ impl Layer {
             bwd: Vec::new(),
             stack: Vec::new(),
             added: Vec::new(),
-            bad: std::collections::HashSet::new(),
+            bad: Default::default(),
         }
     }
 
@@ -485,14 +647,12 @@ impl Layer {
     /// close a cycle.
     fn try_add(&mut self, deps: &[(u32, u32)]) -> bool {
         self.added.clear();
-        if deps.iter().any(|&(x, y)| self.bad.contains(&key(x, y))) {
-            return false;
-        }
         for &(x, y) in deps {
             if self.out[x as usize].contains(&y) {
                 continue;
             }
-            if !self.insert(x, y) {
+            let ok = !self.bad.contains(&key(x, y)) && self.insert(x, y);
+            if !ok {
                 if self.added.is_empty() {
                     // It closes a cycle by itself, and will while the graph only grows.
                     self.bad.insert(key(x, y));
@@ -585,6 +745,29 @@ impl Layer {
     fn link(&mut self, x: u32, y: u32) {
         self.out[x as usize].push(y);
         self.inn[y as usize].push(x);
+    }
+}
+
+/// Hashes the one `u64` key of [`Layer::bad`] with a multiply (keys are channel pairs, not
+/// chosen by anyone).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, k: u64) {
+        self.0 = (k ^ self.0)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
     }
 }
 

@@ -25,6 +25,7 @@ mod par;
 mod rank;
 pub mod repair;
 pub mod routes;
+pub mod sl;
 pub mod topo;
 pub mod updn;
 pub mod validate;

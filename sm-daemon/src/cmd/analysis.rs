@@ -282,6 +282,7 @@ pub(crate) fn analyse(
     routes: &Routes,
     args: &ReportArgs,
     progress: &Progress,
+    vl: Option<std::sync::Arc<sm_routing::validate::VlFn>>,
 ) -> Analysis {
     progress.phase("validating (reachability, loops, credit loops)");
     let t = Instant::now();
@@ -290,10 +291,12 @@ pub(crate) fn analyse(
         routes,
         &ValidateOptions {
             max_failures: args.max_failures,
-            vl: routes.sl.clone().map(|sl| {
-                let f: std::sync::Arc<sm_routing::validate::VlFn> =
-                    std::sync::Arc::new(move |src, lid| sl.get(src.sw, lid));
-                f
+            vl: vl.or_else(|| {
+                routes.sl.clone().map(|sl| {
+                    let f: std::sync::Arc<sm_routing::validate::VlFn> =
+                        std::sync::Arc::new(move |src, lid| sl.get(src.sw, lid));
+                    f
+                })
             }),
             ..ValidateOptions::default()
         },
@@ -371,6 +374,10 @@ pub(crate) struct Outputs {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) guid2lid: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) path_sl: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sl2vl: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) svg: Option<String>,
     /// What the picture leaves out or aggregates, if anything.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -405,6 +412,8 @@ pub(crate) struct Report {
     pub(crate) forwarding_loops: u64,
     /// Cyclic components of the channel dependency graphs: 0 means deadlock-free.
     pub(crate) credit_loops: u64,
+    /// Virtual lanes the paths travel on (each VL's graph is in `validation.vls`).
+    pub(crate) vls_used: u32,
     pub(crate) stale_lids: u64,
     pub(crate) non_minimal_pairs: u64,
     pub(crate) hops: Hops,
@@ -482,6 +491,7 @@ impl Report {
             unreachable_pairs: v.unreachable_pairs,
             forwarding_loops: v.forwarding_loops,
             credit_loops: v.credit_loops,
+            vls_used: v.vls.iter().map(|g| u32::from(g.vl) + 1).max().unwrap_or(1),
             stale_lids: v.stale_lid_count,
             non_minimal_pairs: v.non_minimal_pairs,
             hops: Hops {
@@ -643,6 +653,21 @@ impl Report {
         if let Some(c) = &v.credit_loop {
             row("", format!("cycle on {c}"));
         }
+        if self.vls_used > 1 {
+            let per: Vec<String> = v
+                .vls
+                .iter()
+                .map(|g| format!("VL{} {}", g.vl, g.cyclic_sccs))
+                .collect();
+            row(
+                "virtual lanes",
+                format!(
+                    "{} (credit loops per VL: {})",
+                    self.vls_used,
+                    per.join(", ")
+                ),
+            );
+        }
         row(
             "non-minimal pairs",
             format!(
@@ -722,6 +747,8 @@ impl Report {
             ("LFTs written", &o.lfts),
             ("AR hints written", &o.ar),
             ("guid2lid written", &o.guid2lid),
+            ("path SLs written", &o.path_sl),
+            ("SL-to-VL tables written", &o.sl2vl),
             ("picture written", &o.svg),
         ] {
             if let Some(file) = file {

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use sm_core::dump::{LftFormat, Lfts, read_lfts, read_lfts_as};
+use std::sync::Arc;
+
+use sm_routing::sl::{SourceSl, read_uniform_sl2vl};
+use sm_routing::validate::VlFn;
 use sm_routing::{Routes, Topo};
 
 use super::analysis::{
@@ -20,6 +24,7 @@ Examples:
   ibsm analyze --topo ibnetdiscover.txt --lfts opensm-lfts.dump
   ibsm analyze --topo fabric.net --guid2lid guid2lid --lfts opensm-lfts.dump --report json
   ibsm analyze --topo ibnetdiscover.txt --lfts ibroute.txt --svg load.svg
+  ibsm analyze --topo t.txt --lfts opensm-lfts.dump --path-sl sl.txt --sl2vl opensm-sl2vl.dump
 
 Tables are matched to the topology by switch GUID and by LID: the LIDs come from the
 topology (an ibnetdiscover dump taken after the SM brought the subnet up) or from the SM's
@@ -40,6 +45,14 @@ pub(crate) struct Args {
     /// Take the LIDs from this guid2lid file (OpenSM's) instead of the topology.
     #[arg(long, value_name = "FILE")]
     guid2lid: Option<PathBuf>,
+    /// The SL of every path (`ibsm route --path-sl-out`'s format, or gathered from an SA's
+    /// PathRecords): credit loops are then looked for per VL.
+    #[arg(long, value_name = "FILE")]
+    path_sl: Option<PathBuf>,
+    /// SL-to-VL tables (opensm-sl2vl.dump) mapping the path SLs to VLs (default: SL i on
+    /// VL i). Tables that change VL from hop to hop are refused.
+    #[arg(long, value_name = "FILE", requires = "path_sl")]
+    sl2vl: Option<PathBuf>,
     #[command(flatten)]
     report: ReportArgs,
 }
@@ -81,6 +94,26 @@ fn read_tables(args: &Args) -> anyhow::Result<(Lfts, LftFormat)> {
         bail!("{}: no forwarding table in it", path.display());
     }
     Ok((lfts, format))
+}
+
+/// The VL of every pair, from `--path-sl` and `--sl2vl`.
+fn path_vls(args: &Args) -> anyhow::Result<Option<Arc<VlFn>>> {
+    let Some(path) = &args.path_sl else {
+        return Ok(None);
+    };
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))
+    };
+    let sls = SourceSl::parse(&read(path)?, &path.display().to_string())?;
+    let map = match &args.sl2vl {
+        Some(p) => read_uniform_sl2vl(&read(p)?, &p.display().to_string())?,
+        None => std::array::from_fn(|i| i as u8),
+    };
+    let f: Arc<VlFn> = Arc::new(move |src, lid| {
+        sls.get(src.base_lid, lid)
+            .map_or(0, |sl| map[usize::from(sl & 15)])
+    });
+    Ok(Some(f))
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<()> {
@@ -136,7 +169,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         switches_without_table: topo.num_switches().saturating_sub(with_table),
     };
 
-    let analysis = analyse(&topo, &routes, &args.report, &progress);
+    let vl = path_vls(&args)?;
+    let analysis = analyse(&topo, &routes, &args.report, &progress, vl);
     let mut outputs = Outputs::default();
     let title = format!(
         "{}: tables of {} (ibsm analyze)",

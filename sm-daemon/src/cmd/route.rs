@@ -23,6 +23,7 @@ Examples:
   ibsm route ft.net --engine ftree,updn,minhop --report json
   ibsm route ft.net --engine updn --lfts-out opensm-lfts.dump --svg load.svg
   ibsm route ft.net --engine minhop --lmc 1 --adaptive --ar-out ar.txt
+  ibsm route torus.net --vls 4 --path-sl-out path-sl.txt   auto: layered, on 4 VLs
 
 LIDs: a topology whose ports carry LIDs (an ibnetdiscover dump of a running subnet) keeps
 them; otherwise LIDs are assigned as `ibsm run` would (--lmc applies). The report says which.
@@ -32,8 +33,9 @@ LIDs or credit loops; the report is printed all the same), 1 on any other error.
 pub(crate) struct Args {
     /// The topology: ibnetdiscover output or an ibsim net file.
     topo: PathBuf,
-    /// Routing engine, or a comma-separated chain tried in order (minhop, updn, ftree).
-    #[arg(long, short = 'e', value_name = "E[,E..]")]
+    /// Routing engine, or a comma-separated chain tried in order (minhop, updn, ftree,
+    /// layered; auto = ftree on a clean fat-tree, layered otherwise).
+    #[arg(long, short = 'e', value_name = "E[,E..]", default_value = "auto")]
     engine: String,
     /// LMC for assigned LIDs: 2^LMC LIDs per CA port (default 0).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]
@@ -62,6 +64,13 @@ pub(crate) struct Args {
     /// Write the adaptive-routing hints here (JSON when the name ends in .json, else text).
     #[arg(long, value_name = "FILE")]
     ar_out: Option<PathBuf>,
+    /// Write the SL of every path: a line per source LID, `0xSSSS: s s ...`, one hex digit
+    /// per destination LID from 1 up, `-` where the pair is not routed.
+    #[arg(long, value_name = "FILE")]
+    path_sl_out: Option<PathBuf>,
+    /// Write the SL-to-VL tables every port needs, in OpenSM's opensm-sl2vl.dump layout.
+    #[arg(long, value_name = "FILE")]
+    sl2vl_out: Option<PathBuf>,
     /// Write the LIDs used, in OpenSM's guid2lid format (for `ibsm analyze --guid2lid`).
     #[arg(long, value_name = "FILE")]
     guid2lid_out: Option<PathBuf>,
@@ -128,12 +137,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         })?;
         outputs.ar = Some(path.display().to_string());
     }
+    if let Some(path) = &args.path_sl_out {
+        write_file(path, |w| sm_routing::sl::write_path_sl(&topo, &routes, w))?;
+        outputs.path_sl = Some(path.display().to_string());
+    }
+    if let Some(path) = &args.sl2vl_out {
+        write_file(path, |w| sm_routing::sl::write_sl2vl(&topo, &routes, w))?;
+        outputs.sl2vl = Some(path.display().to_string());
+    }
     if let Some(path) = &args.guid2lid_out {
         write_file(path, |w| w.write_all(guid2lid_text(&fabric).as_bytes()))?;
         outputs.guid2lid = Some(path.display().to_string());
     }
 
-    let analysis = analyse(&topo, &routes, &args.report, &progress);
+    let analysis = analyse(&topo, &routes, &args.report, &progress, None);
     let title = format!(
         "{}: {} tables (ibsm route)",
         args.topo.display(),
@@ -206,6 +223,16 @@ mod tests {
         assert_eq!(cli.args.lfts_format, LftsFormat::Ibroute);
         assert!(cli.args.report.json());
         assert!(Cli::try_parse_from(["route", "ft.net", "--engine", "x", "--lmc", "8"]).is_err());
-        assert!(Cli::try_parse_from(["route", "ft.net"]).is_err());
+        // The engine defaults to auto; the topology is required.
+        assert_eq!(
+            Cli::try_parse_from(["route", "ft.net"])
+                .unwrap()
+                .args
+                .engine,
+            "auto"
+        );
+        assert!(Cli::try_parse_from(["route"]).is_err());
+        assert!(Cli::try_parse_from(["route", "t.net", "--vls", "16"]).is_err());
+        assert!(Cli::try_parse_from(["route", "t.net", "--vls", "0"]).is_err());
     }
 }

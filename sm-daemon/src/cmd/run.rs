@@ -404,7 +404,9 @@ fn check_args(args: &Args) -> anyhow::Result<()> {
     }
     if let Some(r) = &args.routing {
         for name in r.split(',').map(str::trim) {
-            sm_routing::engine(name).with_context(|| format!("--routing {r}"))?;
+            if name != "auto" {
+                sm_routing::engine(name).with_context(|| format!("--routing {r}"))?;
+            }
         }
     }
     if args.smp_timeout_ms == Some(0) {

@@ -1,0 +1,180 @@
+//! The layered engine: on any connected topology every pair is delivered, no forwarding
+//! loop, no credit loop on any virtual lane, within the VL budget; deterministic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use proptest::prelude::*;
+use sm_core::generate::{Dragonfly, GenSpec, Grid, Random, remove_links};
+use sm_routing::validate::VlFn;
+use sm_routing::{Options, Routes, Topo, ValidateOptions, Validation, engine, validate};
+use std::sync::Arc;
+use support::generated;
+
+fn layered(topo: &Topo<'_>, vls: u8) -> Routes {
+    engine("layered")
+        .unwrap()
+        .route(
+            topo,
+            &Options {
+                vl_budget: vls,
+                ..Options::default()
+            },
+        )
+        .unwrap()
+}
+
+/// Validation with each pair on the VL of its SL (the identity SL-to-VL map).
+fn check(topo: &Topo<'_>, routes: &Routes) -> Validation {
+    let sl = routes.sl.clone().expect("the layered engine gives SLs");
+    let vl: Arc<VlFn> = Arc::new(move |src, lid| sl.get(src.sw, lid));
+    validate(
+        topo,
+        routes,
+        &ValidateOptions {
+            vl: Some(vl),
+            ..ValidateOptions::default()
+        },
+    )
+}
+
+fn assert_deadlock_free(v: &Validation, budget: u8, routes: &Routes) {
+    assert_eq!(v.unreachable_pairs, 0, "{v}");
+    assert_eq!(v.forwarding_loops, 0, "{v}");
+    assert_eq!(v.credit_loops, 0, "{v}");
+    assert!(
+        routes.vls_used() <= budget,
+        "{} > {budget}",
+        routes.vls_used()
+    );
+    for g in &v.vls {
+        assert!(g.vl < budget, "VL {} used with a budget of {budget}", g.vl);
+    }
+}
+
+fn spec() -> impl Strategy<Value = GenSpec> {
+    prop_oneof![
+        (2u32..=24, 1u32..=2, 4u8..=10, any::<u64>()).prop_map(|(n, h, r, seed)| {
+            GenSpec::Random(Random {
+                switches: n,
+                radix: u32::from(r),
+                hosts_per_switch: h,
+                links: None,
+                seed,
+                ca_ports: 1,
+            })
+        }),
+        (prop::collection::vec(2u32..=5, 1..=3), 1u32..=2)
+            .prop_map(|(d, h)| GenSpec::Torus(Grid::new(d, h))),
+        (2u32..=6, 2u32..=4, 1u32..=2).prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly {
+            groups: g,
+            switches_per_group: a,
+            hosts_per_switch: p,
+            global_per_switch: (g - 1).div_ceil(a),
+            radix: None,
+            ca_ports: 1,
+        })),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn any_topology_is_routed_deadlock_free_within_the_budget(
+        spec in spec(),
+        lmc in 0u8..=1,
+        budget in 1u8..=8,
+        cut in 0.0f64..0.3,
+        seed in any::<u64>(),
+    ) {
+        let mut f = generated(&spec, lmc);
+        remove_links(&mut f, cut, seed);
+        let topo = Topo::new(&f).unwrap();
+        let routes = layered(&topo, budget);
+        let v = check(&topo, &routes);
+        prop_assert_eq!(v.unreachable_pairs, 0, "{}", v);
+        prop_assert_eq!(v.forwarding_loops, 0, "{}", v);
+        prop_assert_eq!(v.credit_loops, 0, "{}", v);
+        prop_assert!(routes.vls_used() <= budget);
+    }
+}
+
+#[test]
+fn one_virtual_lane_is_enough_on_a_torus() {
+    // Shortest paths on a torus need several layers; with one VL every tree is up*/down*.
+    let f = generated(&GenSpec::Torus(Grid::new(vec![4, 4, 3], 1)), 0);
+    let topo = Topo::new(&f).unwrap();
+    for budget in [1, 2, 8] {
+        let routes = layered(&topo, budget);
+        assert_deadlock_free(&check(&topo, &routes), budget, &routes);
+    }
+    // Without the SLs (everything on one VL) the 8-VL tables would deadlock: the layers are
+    // what makes them safe.
+    let routes = layered(&topo, 8);
+    assert!(routes.vls_used() > 1);
+    let flat = validate(&topo, &routes, &ValidateOptions::default());
+    assert!(flat.credit_loops > 0, "{flat}");
+}
+
+#[test]
+fn a_dragonfly_is_balanced_better_than_up_down() {
+    let f = generated(
+        &GenSpec::Dragonfly(Dragonfly {
+            groups: 9,
+            switches_per_group: 4,
+            hosts_per_switch: 2,
+            global_per_switch: 2,
+            radix: None,
+            ca_ports: 1,
+        }),
+        0,
+    );
+    let topo = Topo::new(&f).unwrap();
+    let routes = layered(&topo, 8);
+    assert_deadlock_free(&check(&topo, &routes), 8, &routes);
+    let updn = engine("updn")
+        .unwrap()
+        .route(&topo, &Options::default())
+        .unwrap();
+    let m = |r: &Routes| {
+        sm_routing::metrics(&topo, r, &sm_routing::MetricsOptions::default())
+            .all_to_all
+            .switch_links
+            .max
+    };
+    let (ours, theirs) = (m(&routes), m(&updn));
+    assert!(ours < theirs, "layered max link load {ours}, updn {theirs}");
+}
+
+#[test]
+fn the_same_input_gives_the_same_tables() {
+    let mut f = generated(&GenSpec::Torus(Grid::new(vec![5, 4], 2)), 1);
+    remove_links(&mut f, 0.1, 7);
+    let topo = Topo::new(&f).unwrap();
+    let a = layered(&topo, 4);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let b = pool.install(|| layered(&topo, 4));
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_budget_beyond_the_data_vls_is_refused() {
+    let f = generated(&GenSpec::Torus(Grid::new(vec![3, 3], 1)), 0);
+    let topo = Topo::new(&f).unwrap();
+    let err = engine("layered")
+        .unwrap()
+        .route(
+            &topo,
+            &Options {
+                vl_budget: 16,
+                ..Options::default()
+            },
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("16 virtual lanes"), "{err}");
+}
