@@ -163,6 +163,9 @@ struct Report {
     /// simulated fabric with `--sim` (each pair on the best partition both ends share),
     /// walked through the SM's own tables with `--umad`.
     unreachable_pairs: Option<u64>,
+    /// Cyclic components of the channel dependency graph of the tables the SM programmed
+    /// (every path on one VL): above 0 they can deadlock.
+    credit_loops: Option<u64>,
     errors: Vec<String>,
     /// Nodes that did not answer (GUID or where they are, description, what went
     /// unanswered): the subnet came up without them.
@@ -218,6 +221,7 @@ impl Report {
             up_ms: None,
             check_ms: None,
             unreachable_pairs: None,
+            credit_loops: None,
             errors: r.errors.clone(),
             unresponsive: r.unresponsive.clone(),
         }
@@ -395,6 +399,17 @@ fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
     Some(sm_routing::validate(&topo, routes, &opts).unreachable_pairs)
 }
 
+/// Credit loops in the SM's own tables (every path on VL 0, as they are programmed).
+fn credit_loops_in_tables(sm: &Sm) -> Option<u64> {
+    let plan = sm.plan()?;
+    let topo = sm_routing::Topo::new(&plan.fabric).ok()?;
+    let opts = sm_routing::ValidateOptions {
+        max_failures: 0,
+        ..sm_routing::ValidateOptions::default()
+    };
+    Some(sm_routing::validate(&topo, &plan.to_routes(), &opts).credit_loops)
+}
+
 /// Checks the options both transports share.
 fn check_args(args: &Args) -> anyhow::Result<()> {
     if let Some(l) = args.lmc {
@@ -521,6 +536,17 @@ fn finish(
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
     report.master_guid = sm.master().map(|m| m.guid.to_string());
     report.unreachable_pairs = marks.unreachable;
+    report.credit_loops = credit_loops_in_tables(sm);
+    let deadlock = report.credit_loops.filter(|&n| n > 0).map(|n| {
+        format!(
+            "the tables the SM programmed can deadlock: {n} credit loop(s) with routing \
+             engine {}; route with a deadlock-free engine (updn, ftree)",
+            report.engine_used
+        )
+    });
+    if let Some(msg) = &deadlock {
+        tracing::error!("{msg}");
+    }
     report.up_ms = marks.up_ms;
     report.check_ms = marks.check_ms;
     match args.report.as_deref() {
@@ -539,6 +565,9 @@ fn finish(
     let standby = r.sm_state == "standby";
     if must_be_up && !r.subnet_up && !standby {
         bail!("subnet not up: {}", missing(&r));
+    }
+    if let (true, Some(msg)) = (args.once, deadlock) {
+        bail!(msg);
     }
     Ok(())
 }
