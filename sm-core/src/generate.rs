@@ -277,6 +277,21 @@ pub struct Dragonfly {
     pub ca_ports: u32,
 }
 
+impl Dragonfly {
+    /// `groups` groups of `switches` routers with `hosts` hosts each, and the fewest global
+    /// links per router that join every pair of groups.
+    pub fn new(groups: u32, switches: u32, hosts: u32) -> Dragonfly {
+        Dragonfly {
+            groups,
+            switches_per_group: switches,
+            hosts_per_switch: hosts,
+            global_per_switch: groups.saturating_sub(1).div_ceil(switches.max(1)).max(1),
+            radix: None,
+            ca_ports: 1,
+        }
+    }
+}
+
 /// A dragonfly+ (leaf/spine groups; spines carry the global links).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -32,14 +32,8 @@ fn spec() -> impl Strategy<Value = GenSpec> {
             .prop_map(|(d, h)| GenSpec::Torus(Grid::new(d, h))),
         (prop::collection::vec(2u32..=4, 1..=2), 1u32..=2)
             .prop_map(|(d, h)| GenSpec::Mesh(Grid::new(d, h))),
-        (2u32..=5, 2u32..=3, 1u32..=2).prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly {
-            groups: g,
-            switches_per_group: a,
-            hosts_per_switch: p,
-            global_per_switch: (g - 1).div_ceil(a),
-            radix: None,
-            ca_ports: 1,
-        })),
+        (2u32..=5, 2u32..=3, 1u32..=2)
+            .prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly::new(g, a, p))),
         (2u32..=4, 1u32..=3, 1u32..=2, 1u32..=2).prop_map(|(g, l, s, p)| {
             GenSpec::DragonflyPlus(DragonflyPlus {
                 groups: g,

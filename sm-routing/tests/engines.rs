@@ -306,14 +306,8 @@ fn family() -> impl Strategy<Value = GenSpec> {
             .prop_map(|(dims, h)| GenSpec::Torus(Grid::new(dims, h))),
         (prop::collection::vec(1u32..=4, 1..=2), 1u32..=2)
             .prop_map(|(dims, h)| GenSpec::Mesh(Grid::new(dims, h))),
-        (2u32..=4, 2u32..=3, 1u32..=2).prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly {
-            groups: g,
-            switches_per_group: a,
-            hosts_per_switch: p,
-            global_per_switch: (g - 1).div_ceil(a),
-            radix: None,
-            ca_ports: 1,
-        })),
+        (2u32..=4, 2u32..=3, 1u32..=2)
+            .prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly::new(g, a, p))),
         (2u32..=4, 1u32..=3, 1u32..=2).prop_map(|(g, l, s)| GenSpec::DragonflyPlus(
             DragonflyPlus {
                 groups: g,

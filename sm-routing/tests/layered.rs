@@ -67,14 +67,8 @@ fn spec() -> impl Strategy<Value = GenSpec> {
         }),
         (prop::collection::vec(2u32..=5, 1..=3), 1u32..=2)
             .prop_map(|(d, h)| GenSpec::Torus(Grid::new(d, h))),
-        (2u32..=6, 2u32..=4, 1u32..=2).prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly {
-            groups: g,
-            switches_per_group: a,
-            hosts_per_switch: p,
-            global_per_switch: (g - 1).div_ceil(a),
-            radix: None,
-            ca_ports: 1,
-        })),
+        (2u32..=6, 2u32..=4, 1u32..=2)
+            .prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly::new(g, a, p))),
     ]
 }
 
@@ -120,17 +114,7 @@ fn one_virtual_lane_is_enough_on_a_torus() {
 
 #[test]
 fn a_dragonfly_is_balanced_better_than_up_down() {
-    let f = generated(
-        &GenSpec::Dragonfly(Dragonfly {
-            groups: 9,
-            switches_per_group: 4,
-            hosts_per_switch: 2,
-            global_per_switch: 2,
-            radix: None,
-            ca_ports: 1,
-        }),
-        0,
-    );
+    let f = generated(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2)), 0);
     let topo = Topo::new(&f).unwrap();
     let routes = layered(&topo, 8);
     assert_deadlock_free(&check(&topo, &routes), 8, &routes);
