@@ -27,12 +27,16 @@
 //! its virtual lane. A path that fits no layer may instead leave its switch another way,
 //! through a neighbour whose path is placed, when that one turn fits that path's layer.
 //!
-//! The last layer of the budget is the *escape* layer: it holds only paths that obey
-//! up*/down* (ranks of [`crate::updn`]), which are acyclic together whatever else is in
-//! it. When some path of a tree fits nowhere, the tree is replaced by the balanced
-//! up*/down* tree towards the same LID, all of it in the escape layer. So the result is
-//! deadlock-free within any budget, down to one virtual lane (where every tree is the
-//! balanced up*/down* one), and never falls back to a deadlocking one.
+//! The last half of the budget (at least one layer) are *escape* layers: each holds only
+//! paths that obey up*/down* under its own ranking, which are acyclic together whatever
+//! else is in it. The first ranking is [`crate::updn`]'s; each next one is rooted at the
+//! switch farthest from the roots before it. A path that fits no other layer goes into an
+//! escape layer whose rule it obeys; when some path of a tree fits nowhere, the tree is
+//! replaced by the balanced up*/down* tree towards the same LID under the ranking that
+//! makes it cheapest, all of it in that ranking's escape layer. Spread over several roots,
+//! the escape trees do not crowd one root's links. So the result is deadlock-free within
+//! any budget, down to one virtual lane (where every tree is a balanced up*/down* one),
+//! and never falls back to a deadlocking one.
 
 use rayon::prelude::*;
 use sm_core::NodeKind;
@@ -74,12 +78,39 @@ impl Engine for Layered {
             },
             other => other,
         })?;
-        let rule = Rule::UpDown {
+        // Half the budget for escape layers (at least one), each under its own up*/down*
+        // ranking with its root far from the others': the trees that fit no other layer
+        // spread over several roots instead of crowding one.
+        let k = usize::from(budget / 2).max(1);
+        let mut rules = vec![Rule::UpDown {
             rank: ranking.rank,
             tie_by_guid: true,
-        };
-        let g = Graph::new(topo, &rule);
-        let mut r = Router::new(&g, budget);
+        }];
+        let mut roots: Vec<SwIdx> = ranking.roots.clone();
+        while rules.len() < k {
+            // The switch farthest from every root so far.
+            let mut best = (0u8, SwIdx(0));
+            let (mut row, mut q) = (Vec::new(), Vec::new());
+            let mut far = vec![u8::MAX; topo.num_switches()];
+            for &r0 in &roots {
+                topo.bfs_to(r0, &mut row, &mut q);
+                for (i, &h) in row.iter().enumerate() {
+                    far[i] = far[i].min(h);
+                }
+            }
+            for (i, &h) in far.iter().enumerate() {
+                if h != u8::MAX && h > best.0 {
+                    best = (h, SwIdx(i as u32));
+                }
+            }
+            roots.push(best.1);
+            rules.push(Rule::UpDown {
+                rank: crate::rank::bfs_ranks(topo, &[best.1]),
+                tie_by_guid: true,
+            });
+        }
+        let g = Graph::new(topo, &rules);
+        let mut r = Router::new(&g, budget, k);
         let mut routes = Routes::empty(self.name(), topo);
         let lid_len = routes.lft.first().map_or(0, Vec::len);
         let mut sl = PathSl::new(topo.num_switches(), lid_len);
@@ -96,7 +127,7 @@ impl Engine for Layered {
                 searches.resize_with(batch.len(), || Search::new(g.len()));
                 let load = &r.load;
                 let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
-                    s.tree(&g, load, topo.dests[d].sw, false)
+                    s.tree(&g, load, topo.dests[d].sw, None)
                 };
                 if crate::par::worth(batch.len() * g.chans.len()) {
                     searches.par_iter_mut().zip(batch).for_each(each);
@@ -161,7 +192,6 @@ struct Chan {
     to: SwIdx,
     /// Output port at `from`.
     port: u8,
-    dir: Dir,
 }
 
 /// The switch graph as the engine reads it.
@@ -175,10 +205,12 @@ struct Graph<'a, 't> {
     /// CA sources hanging off each switch.
     sources: Vec<u64>,
     hop_cost: u64,
+    /// Per escape ranking, the direction of every channel.
+    dirs: Vec<Vec<Dir>>,
 }
 
 impl<'a, 't> Graph<'a, 't> {
-    fn new(topo: &'a Topo<'t>, rule: &Rule) -> Graph<'a, 't> {
+    fn new(topo: &'a Topo<'t>, rules: &[Rule]) -> Graph<'a, 't> {
         let n = topo.num_switches();
         let mut chans = Vec::new();
         let mut off = Vec::with_capacity(n + 1);
@@ -189,7 +221,6 @@ impl<'a, 't> Graph<'a, 't> {
                     from: s,
                     to: a.peer,
                     port: a.port,
-                    dir: rule.dir(topo, s, a.peer),
                 });
             }
         }
@@ -213,9 +244,13 @@ impl<'a, 't> Graph<'a, 't> {
         let cas: u64 = sources.iter().sum();
         Graph {
             topo,
-            chans,
             off,
             rev,
+            dirs: rules
+                .iter()
+                .map(|ru| chans.iter().map(|c| ru.dir(topo, c.from, c.to)).collect())
+                .collect(),
+            chans,
             sources,
             hop_cost: cas.max(1),
         }
@@ -231,8 +266,8 @@ impl<'a, 't> Graph<'a, 't> {
     }
 
     /// Whether the turn from channel `a` into `b` breaks up*/down*.
-    fn illegal(&self, a: u32, b: u32) -> bool {
-        self.chans[a as usize].dir == Dir::Down && self.chans[b as usize].dir == Dir::Up
+    fn illegal(&self, e: usize, a: u32, b: u32) -> bool {
+        self.dirs[e][a as usize] == Dir::Down && self.dirs[e][b as usize] == Dir::Up
     }
 }
 
@@ -329,26 +364,27 @@ impl Search {
     }
 
     /// Dijkstra from `dsw` over reversed channels; with `updn`, only up*/down* paths.
-    fn tree(&mut self, g: &Graph<'_, '_>, load: &[u64], dsw: SwIdx, updn: bool) {
+    fn tree(&mut self, g: &Graph<'_, '_>, load: &[u64], dsw: SwIdx, updn: Option<usize>) {
         self.dist.fill(u64::MAX);
         self.parent.fill(None);
         self.order.clear();
         self.dist[dsw.idx()] = 0;
         self.order.push(dsw);
-        if !updn {
-            self.search(g, load, |_| true);
+        let Some(e) = updn else {
+            self.search(g, load, |_, _| true);
             return;
-        }
+        };
+        let dirs = &g.dirs[e];
         // The cone: switches that reach dsw going down only. They must go down, so a
         // packet that went down never has to go up again.
-        self.search(g, load, |c| c.dir == Dir::Down);
+        self.search(g, load, |_, c| dirs[c] == Dir::Down);
         self.cone.fill(false);
         for &s in &self.order {
             self.cone[s.idx()] = true;
         }
         let cone = std::mem::take(&mut self.cone);
-        self.search(g, load, |c| {
-            !cone[c.from.idx()] && (c.dir == Dir::Up || cone[c.to.idx()])
+        self.search(g, load, |ch, c| {
+            !cone[ch.from.idx()] && (dirs[c] == Dir::Up || cone[ch.to.idx()])
         });
         self.cone = cone;
     }
@@ -356,7 +392,7 @@ impl Search {
     /// Dijkstra extending the switches of `order` (final, distances set), relaxing `s`
     /// from `t` over the channel `s -> t` when `allowed`; appends switches to `order` as
     /// they settle.
-    fn search(&mut self, g: &Graph<'_, '_>, load: &[u64], allowed: impl Fn(&Chan) -> bool) {
+    fn search(&mut self, g: &Graph<'_, '_>, load: &[u64], allowed: impl Fn(&Chan, usize) -> bool) {
         self.heap.clear();
         self.settled.fill(false);
         for &s in &self.order {
@@ -391,7 +427,7 @@ impl Search {
                 }
                 let ch = g.chans[c as usize];
                 let s = ch.from.idx();
-                if self.settled[s] || !allowed(&ch) {
+                if self.settled[s] || !allowed(&ch, c as usize) {
                     continue;
                 }
                 let nd = dt + g.hop_cost + load[c as usize];
@@ -410,8 +446,9 @@ struct Router<'g, 'a, 't> {
     g: &'g Graph<'a, 't>,
     /// CA flows routed over each channel so far.
     load: Vec<u64>,
-    /// Layers with a dependency graph; the escape layer (the last) keeps none.
+    /// Layers with a dependency graph; the escape layers (after them) keep none.
     layers: Vec<Layer>,
+    /// The first escape layer (escape layer `e` obeys ranking `e` of [`Graph::dirs`]).
     escape: u8,
     /// Layer of each source switch's path to the current LID.
     layer: Vec<u8>,
@@ -423,13 +460,14 @@ struct Router<'g, 'a, 't> {
 }
 
 impl<'g, 'a, 't> Router<'g, 'a, 't> {
-    fn new(g: &'g Graph<'a, 't>, budget: u8) -> Router<'g, 'a, 't> {
+    fn new(g: &'g Graph<'a, 't>, budget: u8, k: usize) -> Router<'g, 'a, 't> {
         let n = g.len();
+        let general = budget as usize - k;
         Router {
             g,
             load: vec![0; g.chans.len()],
-            layers: (0..budget - 1).map(|_| Layer::new(g.chans.len())).collect(),
-            escape: budget - 1,
+            layers: (0..general).map(|_| Layer::new(g.chans.len())).collect(),
+            escape: general as u8,
             layer: vec![0; n],
             done: vec![false; n],
             deps: Vec::new(),
@@ -472,8 +510,22 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
         for (li, x, y) in self.log.drain(..) {
             self.layers[li as usize].unlink(x, y);
         }
-        s.tree(self.g, &self.load, dsw, true);
-        self.layer.fill(self.escape);
+        let k = self.g.dirs.len();
+        let mut best = (u64::MAX, 0usize);
+        for e in 0..k {
+            s.tree(self.g, &self.load, dsw, Some(e));
+            let cost: u64 = (0..self.g.len())
+                .filter(|&x| s.dist[x] != u64::MAX)
+                .map(|x| s.dist[x].saturating_mul(self.g.sources[x]))
+                .fold(0u64, |a, b| a.saturating_add(b));
+            if cost < best.0 {
+                best = (cost, e);
+            }
+        }
+        if best.1 != k - 1 {
+            s.tree(self.g, &self.load, dsw, Some(best.1));
+        }
+        self.layer.fill(self.escape + best.1 as u8);
     }
 
     /// Adds the tree's CA flows to the loads (and counts the sources behind each switch,
@@ -536,7 +588,7 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
                 continue;
             }
             let mut placed = false;
-            if from != self.escape {
+            if from < self.escape {
                 for li in from as usize..self.layers.len() {
                     let deps = match prefix {
                         Some(k) if li == from as usize => &self.deps[..k],
@@ -553,8 +605,17 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
                 }
             }
             if !placed {
-                if self.deps.iter().all(|&(a, b)| !g.illegal(a, b)) {
-                    self.layer[s.idx()] = self.escape;
+                let k = g.dirs.len();
+                let es: Vec<usize> = if from >= self.escape {
+                    vec![(from - self.escape) as usize]
+                } else {
+                    (0..k).collect()
+                };
+                let legal = es
+                    .into_iter()
+                    .find(|&e| self.deps.iter().all(|&(a, b)| !g.illegal(e, a, b)));
+                if let Some(e) = legal {
+                    self.layer[s.idx()] = self.escape + e as u8;
                 } else if !self.reparent(sr, s, dsw) {
                     return false;
                 }
@@ -589,8 +650,8 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
                 continue;
             };
             let li = self.layer[t.idx()];
-            let fits = if li == self.escape {
-                !g.illegal(c, next)
+            let fits = if li >= self.escape {
+                !g.illegal((li - self.escape) as usize, c, next)
             } else {
                 let layer = &mut self.layers[li as usize];
                 let ok = layer.try_add(&[(c, next)]);
