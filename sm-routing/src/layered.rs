@@ -678,11 +678,9 @@ struct Layer {
     /// Position of each channel in a topological order of the graph.
     ord: Vec<u32>,
     // Search scratch.
-    mark: Vec<u32>,
-    epoch: u32,
+    dfs: Dfs,
     fwd: Vec<u32>,
     bwd: Vec<u32>,
-    stack: Vec<u32>,
     added: Vec<(u32, u32)>,
     /// Dependencies that closed a cycle on their own: they always will.
     bad: std::collections::HashSet<u64, std::hash::BuildHasherDefault<KeyHasher>>,
@@ -694,11 +692,13 @@ impl Layer {
             out: vec![Vec::new(); chans],
             inn: vec![Vec::new(); chans],
             ord: (0..chans as u32).collect(),
-            mark: vec![0; chans],
-            epoch: 0,
+            dfs: Dfs {
+                mark: vec![0; chans],
+                epoch: 0,
+                stack: Vec::new(),
+            },
             fwd: Vec::new(),
             bwd: Vec::new(),
-            stack: Vec::new(),
             added: Vec::new(),
             bad: Default::default(),
         }
@@ -747,46 +747,22 @@ impl Layer {
         if x == y {
             return false;
         }
-        // Forward from y among positions below ox: reaching x closes a cycle.
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.mark.fill(0);
-            self.epoch = 1;
-        }
-        let ep = self.epoch;
-        self.fwd.clear();
-        self.stack.clear();
-        self.stack.push(y);
-        self.mark[y as usize] = ep;
-        while let Some(v) = self.stack.pop() {
-            self.fwd.push(v);
-            for &w in &self.out[v as usize] {
-                if w == x {
-                    return false;
-                }
-                let ow = self.ord[w as usize];
-                if ow < ox && self.mark[w as usize] != ep {
-                    self.mark[w as usize] = ep;
-                    self.stack.push(w);
-                }
-            }
-        }
-        // Backward from x among positions above oy.
-        self.bwd.clear();
-        self.stack.push(x);
-        self.mark[x as usize] = ep;
-        while let Some(v) = self.stack.pop() {
-            self.bwd.push(v);
-            for &w in &self.inn[v as usize] {
-                let ow = self.ord[w as usize];
-                if ow > oy && self.mark[w as usize] != ep {
-                    self.mark[w as usize] = ep;
-                    self.stack.push(w);
-                }
-            }
-        }
-        // Those that reach x go first, then those y reaches, into the same positions.
+        // Forward from y among positions below ox: reaching x closes a cycle. Then
+        // backward from x among positions above oy.
         let ord = &self.ord;
+        self.dfs.begin();
+        if self.dfs.run(
+            &self.out,
+            y,
+            |w| ord[w as usize] < ox,
+            Some(x),
+            &mut self.fwd,
+        ) {
+            return false;
+        }
+        self.dfs
+            .run(&self.inn, x, |w| ord[w as usize] > oy, None, &mut self.bwd);
+        // Those that reach x go first, then those y reaches, into the same positions.
         self.bwd.sort_unstable_by_key(|&v| ord[v as usize]);
         self.fwd.sort_unstable_by_key(|&v| ord[v as usize]);
         let mut slots: Vec<u32> = self
@@ -834,6 +810,55 @@ impl std::hash::Hasher for KeyHasher {
 
 fn key(x: u32, y: u32) -> u64 {
     u64::from(x) << 32 | u64::from(y)
+}
+
+/// A depth-first search bounded to part of a graph, with marks that one new epoch clears.
+struct Dfs {
+    mark: Vec<u32>,
+    epoch: u32,
+    stack: Vec<u32>,
+}
+
+impl Dfs {
+    /// A new epoch: nothing is marked. Searches in one epoch never revisit each other's
+    /// nodes.
+    fn begin(&mut self) {
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.mark.fill(0);
+            self.epoch = 1;
+        }
+    }
+
+    /// Visits what `start` reaches along `adj` through nodes `within` allows, into
+    /// `visited`; true (and stops) on reaching `target`.
+    fn run(
+        &mut self,
+        adj: &[Vec<u32>],
+        start: u32,
+        within: impl Fn(u32) -> bool,
+        target: Option<u32>,
+        visited: &mut Vec<u32>,
+    ) -> bool {
+        let ep = self.epoch;
+        visited.clear();
+        self.stack.clear();
+        self.stack.push(start);
+        self.mark[start as usize] = ep;
+        while let Some(v) = self.stack.pop() {
+            visited.push(v);
+            for &w in &adj[v as usize] {
+                if Some(w) == target {
+                    return true;
+                }
+                if within(w) && self.mark[w as usize] != ep {
+                    self.mark[w as usize] = ep;
+                    self.stack.push(w);
+                }
+            }
+        }
+        false
+    }
 }
 
 fn remove(v: &mut Vec<u32>, x: u32) {
