@@ -9,7 +9,7 @@
 //!   umad shim delivers only the first MAD of an RMPP answer);
 //! - every answer is compared field by field with OpenSM's, LIDs translated to GUIDs (the
 //!   two SMs number LIDs differently), all fields but those listed in [`IGNORED`] (with
-//!   the reason) and a switch port 0's LocalPort (the port the reading SMP entered by);
+//!   the reason) and a switch's LocalPort (the port the reading SMP entered by);
 //! - and NodeRecords are checked against the fabric itself (node GUIDs, descriptions).
 //!
 //! Needs ibsim, libumad2sim, infiniband-diags, opensm, `unshare`/`nsenter` and root.
@@ -95,6 +95,8 @@ struct World {
     guid_of: BTreeMap<u16, Guid>,
     /// Port GUID -> LID.
     lid_of: BTreeMap<Guid, u16>,
+    /// The LIDs of switches.
+    switch_lids: std::collections::BTreeSet<u16>,
 }
 
 fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
@@ -128,7 +130,14 @@ fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
     } else {
         wait_for_text(&dir.join("osm/osm.log"), "SUBNET UP", 60);
     }
-    let guid_of: BTreeMap<u16, Guid> = end_port_lids(&sim.discover())
+    let seen = sim.discover();
+    let switch_lids = seen
+        .switches()
+        .filter_map(|n| seen.port_of(n, 0))
+        .map(|p| seen.port(p).lid.0)
+        .filter(|&l| l != 0)
+        .collect();
+    let guid_of: BTreeMap<u16, Guid> = end_port_lids(&seen)
         .into_iter()
         .filter(|(_, lid)| lid.0 != 0)
         .map(|(g, lid)| (lid.0, g))
@@ -139,6 +148,7 @@ fn start(dir: &Path, case: &Case, ours: bool, flags: &[String]) -> World {
         _sm: sm,
         guid_of,
         lid_of,
+        switch_lids,
     }
 }
 
@@ -182,11 +192,13 @@ fn normal(record: &str, r: &BTreeMap<String, String>, w: &World) -> BTreeMap<Str
         if IGNORED.iter().any(|(rec, f, _)| *rec == record && f == k) {
             continue;
         }
-        // A switch's port 0 names as LocalPort the port the reading SMP came in through:
-        // it depends on the path each SM read it by, not on what the SM set.
+        // Every port of a switch names as LocalPort the port the reading SMP came in
+        // through: it depends on the path each SM read the switch by, not on what it set.
         if record == "PortInfoRecord"
             && k == "LocalPort"
-            && r.get("PortNum").is_some_and(|p| p == "0")
+            && r.get("EndPortLid")
+                .and_then(|l| l.parse::<u16>().ok())
+                .is_some_and(|l| w.switch_lids.contains(&l))
         {
             continue;
         }
