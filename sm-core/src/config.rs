@@ -16,7 +16,9 @@ use crate::qos::{DEFAULT_MAX_OP_VLS, QosOptions};
 
 /// Routing engine names the configuration accepts (OpenSM's, so a chain written for
 /// OpenSM reads; which ones run is up to the routing crate).
-pub const KNOWN_ENGINES: [&str; 12] = [
+pub const KNOWN_ENGINES: [&str; 14] = [
+    "auto",
+    "layered",
     "minhop",
     "updn",
     "dnup",
@@ -169,9 +171,14 @@ impl SmConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct RoutingConfig {
     /// Engines to try in order; the first that can route the fabric wins. Default:
-    /// `["minhop"]` (OpenSM's default).
+    /// `["auto"]` (ftree on a clean fat-tree, the VL-layered engine on anything else;
+    /// OpenSM's default is minhop, which can deadlock off a tree).
     #[serde(deserialize_with = "engines")]
     pub engines: Vec<String>,
+    /// Data VLs an engine that spreads paths over VLs may use (1..=15), at most what every
+    /// link offers. Default: 8.
+    #[serde(deserialize_with = "vls")]
+    pub vls: u8,
     /// File of root switch node GUIDs, one per line (up/down, fat-tree). Default: unset
     /// (detected).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -186,7 +193,8 @@ pub struct RoutingConfig {
 impl Default for RoutingConfig {
     fn default() -> Self {
         RoutingConfig {
-            engines: vec!["minhop".to_string()],
+            engines: vec!["auto".to_string()],
+            vls: 8,
             roots_file: None,
             compute_nodes_file: None,
             adaptive: false,
@@ -438,6 +446,14 @@ fn link_speed<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     Ok(v as u8)
 }
 
+fn vls<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let v = u64::deserialize(d)?;
+    if !(1..=15).contains(&v) {
+        return Err(D::Error::invalid_value(Unexpected::Unsigned(v), &"1..=15"));
+    }
+    Ok(v as u8)
+}
+
 fn engines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = Vec::<String>::deserialize(d)?;
     if v.is_empty() {
@@ -517,7 +533,7 @@ mod tests {
         assert_eq!(c.sm.max_outstanding_smps, 64);
         assert!(c.qos.enabled);
         assert_eq!(c.qos.ca.high_limit, Some(4));
-        assert_eq!(c.routing.engines, vec!["minhop"]);
+        assert_eq!(c.routing.engines, vec!["auto"]);
         assert_eq!(c.sm.guid2lid_path(), Path::new("/var/cache/ibsm/guid2lid"));
     }
 

@@ -20,12 +20,6 @@ pub enum ParamsError {
          layered)"
     )]
     Engine(String),
-    /// An engine whose paths need SLs the running SM does not program yet.
-    #[error(
-        "routing.engines: \"{0}\" routes with per-destination SLs, which ibsm run does not \
-         program yet (SL-to-VL tables, PathRecord SLs); use it offline with ibsm route"
-    )]
-    OfflineOnly(String),
     /// A GUID file named by `key` is missing or has a line that is not a GUID.
     #[error("{key}: {error}")]
     GuidFile {
@@ -90,9 +84,6 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         if e != "auto" && sm_routing::engine(e).is_err() {
             return Err(ParamsError::Engine(e.clone()));
         }
-        if e == "layered" || e == "auto" {
-            return Err(ParamsError::OfflineOnly(e.clone()));
-        }
     }
     let sm = &cfg.sm;
     let ms = std::time::Duration::from_millis;
@@ -101,6 +92,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         routing: cfg.routing.engines.join(","),
         routing_options: sm_routing::Options {
             adaptive: cfg.routing.adaptive,
+            vl_budget: cfg.routing.vls,
             roots: guid_file("routing.roots_file", cfg.routing.roots_file.as_deref())?,
             compute_nodes: guid_file(
                 "routing.compute_nodes_file",
@@ -373,6 +365,7 @@ mod tests {
             ("sm.force_link_speed", "force_link_speed = 3".into(), Params),
             ("sm.reassign_lids", "reassign_lids = true".into(), Both),
             ("routing.engines", "engines = [\"updn\"]".into(), Params),
+            ("routing.vls", "vls = 4".into(), Params),
             (
                 "routing.roots_file",
                 format!("roots_file = {roots}"),

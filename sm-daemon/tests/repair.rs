@@ -322,3 +322,50 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
     assert!(tables(&d, &f) == original, "the tables came back");
     assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
 }
+
+#[test]
+fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine() {
+    use sm_core::generate::Dragonfly;
+    let f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
+    let (mut d, _) = up(&f, "layered");
+    let lids = d.sm.lid_store().clone();
+    let switch_links: Vec<PortIdx> = f
+        .links()
+        .filter(|&(a, b)| {
+            f.node(f.port(a).node).kind == NodeKind::Switch
+                && f.node(f.port(b).node).kind == NodeKind::Switch
+        })
+        .map(|(a, _)| a)
+        .collect();
+    let now = d.now();
+    for (i, &a) in switch_links.iter().step_by(7).take(6).enumerate() {
+        d.sim
+            .schedule_fault(
+                now + i as u64 * 300_000,
+                Fault::Flap {
+                    port: a,
+                    period: 7 * MS,
+                    count: 12,
+                    down: Some(3 * MS),
+                },
+            )
+            .unwrap();
+    }
+    // Half-programmed states may mix old and new paths on their SLs: only forwarding loops
+    // are ruled out while the storm lasts.
+    let (sweeps, states) = run_checked(&mut d, &f, 1_000 * MS, false, "dragonfly storm");
+    assert!(states > 0 && sweeps.len() > 1, "the storm caused repairs");
+    let last = sweeps.last().unwrap();
+    assert!(last.subnet_up, "{:?}", last.errors);
+    all_pairs_delivered(&d, "after the storm");
+    let plan = d.sm.plan().unwrap().clone();
+    assert!(plan.vls_used().is_some_and(|n| n >= 2), "layered SLs kept");
+    let vls = support::traced_without_credit_loops(&d, "after the storm", |s, dlid| {
+        sm_mad::Sl(plan.path_sl(s, dlid).unwrap())
+    });
+    assert!(vls.len() >= 2, "{vls:?}");
+    let topo = Topo::new(&plan.fabric).unwrap();
+    let v = validate(&topo, &plan.to_routes(), &ValidateOptions::default());
+    assert_eq!(v.credit_loops, 0, "{v}");
+    assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
+}

@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
+use std::collections::HashMap;
 use std::path::Path;
 
 use sm_core::fabric::{Fabric, NodeKind, PortIdx};
@@ -1108,6 +1111,70 @@ fn path_record_selectors_and_requested_fields() {
             .count()
     );
     assert!(all.iter().all(|r| r.dlid == d));
+}
+
+#[test]
+fn path_records_give_the_layered_sls_that_keep_a_dragonfly_deadlock_free() {
+    use sm_core::generate::{Dragonfly, GenSpec, generate};
+    let f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
+    let params = Params {
+        routing: "layered".into(),
+        ..Params::default()
+    };
+    let mut fx = Fixture::up(f, params, SimConfig::default());
+    let plan = fx.d.sm.plan().unwrap().clone();
+    let vls = plan.vls_used().expect("layered routes carry SLs");
+    assert!(vls >= 2, "this dragonfly needs more than one VL");
+    // Every path of the subnet in one query.
+    let a = fx.ask(table(path_record::ATTR_ID, 0, &pr_query(Lid(0), Lid(0))));
+    assert_eq!(a.status(), MadStatus::OK);
+    let all: Vec<path_record::Repr> = a.records();
+    let mut sl_of = HashMap::new();
+    for r in &all {
+        let src = plan.fabric.port_by_guid(r.sgid.guid()).unwrap();
+        assert_eq!(
+            Some(r.sl.0),
+            plan.path_sl(src, r.dlid),
+            "{} -> {}",
+            r.slid,
+            r.dlid
+        );
+        sl_of.insert((r.slid, r.dlid), r.sl);
+    }
+    let used: std::collections::BTreeSet<u8> = sl_of.values().map(|s| s.0).collect();
+    assert_eq!(
+        used.len(),
+        vls as usize,
+        "PathRecords name every SL the routes use"
+    );
+    // The simulated fabric carries each pair on its PathRecord's SL through the SL-to-VL
+    // tables the SM programmed: all delivered, no credit loop across the VLs.
+    let f = plan.fabric.clone();
+    let traced = support::traced_without_credit_loops(&fx.d, "dragonfly", |s, dlid| {
+        sl_of[&(f.port(s).lid, dlid)]
+    });
+    assert_eq!(
+        traced.len(),
+        vls as usize,
+        "SL i travels on VL i: {traced:?}"
+    );
+    // Asking for another SL than the routes chose gets no path, as from OpenSM.
+    let r = all.iter().find(|r| r.sl.0 == 1).unwrap();
+    let ask = |fx: &mut Fixture, sl: u8| {
+        let q = path_record::Repr {
+            sl: Sl(sl),
+            ..pr_query(r.slid, r.dlid)
+        };
+        fx.ask(get(
+            path_record::ATTR_ID,
+            PR_LIDS | path_record::comp::SL,
+            &q,
+        ))
+    };
+    assert_eq!(ask(&mut fx, 0).status(), sa::ERR_NO_RECORDS);
+    let ok = ask(&mut fx, 1);
+    assert_eq!(ok.status(), MadStatus::OK);
+    assert_eq!(ok.records::<path_record::Repr>()[0].sl, Sl(1));
 }
 
 #[test]

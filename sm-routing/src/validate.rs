@@ -63,8 +63,9 @@ pub type VlFn = dyn Fn(&Dest, Lid) -> u8 + Send + Sync;
 pub struct ValidateOptions {
     /// How many failed pairs (and stale LIDs) to describe; the counts cover them all.
     pub max_failures: usize,
-    /// The VL each pair travels on; `None` puts everything on VL 0. Values above 15 count
-    /// as 15. With a function, it is called once per (source, LID) pair.
+    /// The VL each pair travels on; `None` takes the routes' own SLs (SL `i` on VL `i`),
+    /// and puts everything on VL 0 when they have none. Values above 15 count as 15. With a
+    /// function, it is called once per (source, LID) pair.
     pub vl: Option<Arc<VlFn>>,
     /// Build the channel dependency graphs and look for credit loops.
     pub credit_loops: bool,
@@ -467,6 +468,18 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
     let hops = topo.hop_matrix();
     let n = w.switches();
     let top = lid_top(topo, routes);
+    let own;
+    let opts = match (&opts.vl, &routes.sl) {
+        (None, Some(sl)) => {
+            let sl = Arc::clone(sl);
+            own = ValidateOptions {
+                vl: Some(Arc::new(move |src: &Dest, lid| sl.get(src.sw, lid))),
+                ..opts.clone()
+            };
+            &own
+        }
+        _ => opts,
+    };
     let ctx = Ctx {
         topo,
         routes,

@@ -47,7 +47,8 @@ struct Case {
     /// Cap on ports queried with smpquery.
     max_ports: usize,
     /// Routing engine: a deadlock-free one where minhop's tables would have credit loops
-    /// (`ibsm run --once` refuses to call those a success).
+    /// (`ibsm run --once` refuses to call those a success); off a tree, auto routes with
+    /// the VL-layered engine, its SLs and SL-to-VL tables.
     routing: &'static str,
 }
 
@@ -76,7 +77,7 @@ fn generated(name: &'static str, spec: GenSpec, max_pairs: usize, max_ports: usi
         GenSpec::FatTree2(_) | GenSpec::FatTree3(_) | GenSpec::KaryNTree(_)
     );
     Case {
-        routing: if tree { "minhop" } else { "updn" },
+        routing: if tree { "minhop" } else { "auto" },
         name,
         net: String::from_utf8(text).unwrap(),
         sm_host: None,

@@ -291,13 +291,7 @@ pub(crate) fn analyse(
         routes,
         &ValidateOptions {
             max_failures: args.max_failures,
-            vl: vl.or_else(|| {
-                routes.sl.clone().map(|sl| {
-                    let f: std::sync::Arc<sm_routing::validate::VlFn> =
-                        std::sync::Arc::new(move |src, lid| sl.get(src.sw, lid));
-                    f
-                })
-            }),
+            vl,
             ..ValidateOptions::default()
         },
     );

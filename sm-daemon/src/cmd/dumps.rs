@@ -80,6 +80,17 @@ impl Dumps {
                     if let Some(ar) = sm.ar_hints() {
                         out.push(("ibsm-ar-hints.dump", ar.as_bytes().to_vec()));
                     }
+                    if plan.sl.is_some() {
+                        // As `ibsm route --path-sl-out / --sl2vl-out` write them.
+                        let topo = sm_routing::Topo::new(&plan.fabric)?;
+                        let routes = plan.to_routes();
+                        let mut sl = Vec::new();
+                        sm_routing::sl::write_path_sl(&topo, &routes, &mut sl)?;
+                        out.push(("ibsm-path-sl.dump", sl));
+                        let mut vl = Vec::new();
+                        sm_routing::sl::write_sl2vl(&topo, &routes, &mut vl)?;
+                        out.push(("opensm-sl2vl.dump", vl));
+                    }
                     "opensm-lfts.dump"
                 }
                 DumpKind::SubnetLst => {

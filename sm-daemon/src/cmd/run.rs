@@ -61,7 +61,8 @@ pub(crate) struct Args {
     /// RUST_LOG, when set, overrides its [log] level.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Routing engine chain, e.g. `ftree,updn,minhop` (default: minhop).
+    /// Routing engine chain, e.g. `ftree,updn,minhop` (default: the configuration's, else
+    /// auto: ftree on a clean fat-tree, layered on anything else).
     #[arg(long)]
     routing: Option<String>,
     /// LMC: 2^LMC LIDs per CA port (default 0).
@@ -163,8 +164,10 @@ struct Report {
     /// simulated fabric with `--sim` (each pair on the best partition both ends share),
     /// walked through the SM's own tables with `--umad`.
     unreachable_pairs: Option<u64>,
-    /// Cyclic components of the channel dependency graph of the tables the SM programmed
-    /// (every path on one VL): above 0 they can deadlock.
+    /// Data VLs the programmed paths use (their SLs map one to one onto VLs).
+    vls_used: u8,
+    /// Cyclic components of the channel dependency graphs (one per VL) of the tables the SM
+    /// programmed, with their SLs: above 0 they can deadlock.
     credit_loops: Option<u64>,
     errors: Vec<String>,
     /// Nodes that did not answer (GUID or where they are, description, what went
@@ -221,6 +224,7 @@ impl Report {
             up_ms: None,
             check_ms: None,
             unreachable_pairs: None,
+            vls_used: 1,
             credit_loops: None,
             errors: r.errors.clone(),
             unresponsive: r.unresponsive.clone(),
@@ -399,7 +403,8 @@ fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
     Some(sm_routing::validate(&topo, routes, &opts).unreachable_pairs)
 }
 
-/// Credit loops in the SM's own tables (every path on VL 0, as they are programmed).
+/// Credit loops in the SM's own tables, per VL with the routes' SLs (the SL-to-VL tables
+/// programmed map SL `i` to VL `i`).
 fn credit_loops_in_tables(sm: &Sm) -> Option<u64> {
     let plan = sm.plan()?;
     let topo = sm_routing::Topo::new(&plan.fabric).ok()?;
@@ -537,10 +542,11 @@ fn finish(
     report.master_guid = sm.master().map(|m| m.guid.to_string());
     report.unreachable_pairs = marks.unreachable;
     report.credit_loops = credit_loops_in_tables(sm);
+    report.vls_used = sm.plan().and_then(|p| p.vls_used()).unwrap_or(1);
     let deadlock = report.credit_loops.filter(|&n| n > 0).map(|n| {
         format!(
             "the tables the SM programmed can deadlock: {n} credit loop(s) with routing \
-             engine {}; route with a deadlock-free engine (updn, ftree)",
+             engine {}; route with a deadlock-free engine (auto, layered, updn, ftree)",
             report.engine_used
         )
     });

@@ -17,7 +17,7 @@ use sm_core::partitions::{PKeyTables, pkey_tables_with};
 use sm_core::qos::{self, PortKind};
 use sm_mad::port_info::{self, Mtu, VlCap};
 use sm_mad::{Lid, PortNum, attr, lft, sl2vl, vl_arb};
-use sm_routing::{RouteError, Routes, SwIdx, Topo, TopoError};
+use sm_routing::{PathSl, RouteError, Routes, SwIdx, Topo, TopoError};
 
 use super::Params;
 use super::model::Discovered;
@@ -56,6 +56,9 @@ pub struct Plan {
     pub engine: &'static str,
     /// The rule their paths follow (repairs keep to it).
     pub rule: sm_routing::Rule,
+    /// The SL of every path, when the engine spreads paths over virtual lanes (per source
+    /// switch and destination LID, indexed like `lfts`); `None`: every path on SL 0.
+    pub sl: Option<Arc<PathSl>>,
     /// Entries repairs moved since the tables were computed whole, with the port each had
     /// then: they go back when their path works again.
     pub displaced: Arc<std::collections::BTreeMap<(NodeIdx, u16), u8>>,
@@ -127,6 +130,7 @@ impl Plan {
             lfts: lft.into_iter().map(Arc::from).collect(),
             engine: "external",
             rule: sm_routing::Rule::Shortest,
+            sl: None,
             displaced: Arc::default(),
             switches,
             sw_of,
@@ -151,8 +155,27 @@ impl Plan {
             lft: self.lfts.iter().map(|t| t.to_vec()).collect(),
             ar: None,
             rule: self.rule.clone(),
-            sl: None,
+            sl: self.sl.clone(),
         }
+    }
+
+    /// The SL the routes give paths from end port `src` to `dlid` (a CA's paths start at
+    /// its switch); `None` when the engine uses no SLs or `src` hangs off no switch.
+    pub fn path_sl(&self, src: PortIdx, dlid: Lid) -> Option<u8> {
+        let t = self.sl.as_ref()?;
+        let port = self.fabric.port(src);
+        let node = if self.fabric.node(port.node).kind == NodeKind::Switch {
+            port.node
+        } else {
+            self.fabric.port(port.remote?).node
+        };
+        let s = self.sw_of.get(node)?.get()?;
+        Some(t.get(s, dlid))
+    }
+
+    /// Data VLs the paths use, when the engine spreads them over VLs.
+    pub fn vls_used(&self) -> Option<u8> {
+        self.sl.as_ref().map(|t| t.max() + 1)
     }
 
     /// The tables in the dump formats' exchange type (a copy: for dumps and offline use).
@@ -189,7 +212,7 @@ pub fn plan(
     let lids_changed = *lids != before;
 
     let t0 = p.stopwatch.map(|f| f());
-    let routed = route(&fabric, p, previous)?;
+    let routed = route(d, &fabric, p, previous)?;
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -197,10 +220,12 @@ pub fn plan(
 
     let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
     let mut settings = port_settings(d, &fabric, own_lid, p);
-    let (tables, pkeys) = tables(d, &fabric, &mut settings, p);
+    let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
+    let (tables, pkeys) = tables(d, &fabric, &mut settings, p, vls);
     Ok(Plan {
         engine: routed.routes.engine,
         rule: routed.routes.rule,
+        sl: routed.routes.sl,
         displaced: Arc::default(),
         lfts: routed.routes.lft.into_iter().map(Arc::from).collect(),
         switches: routed.switches,
@@ -230,7 +255,34 @@ struct Routed {
     ar_hints: Option<String>,
 }
 
-fn route(fabric: &Fabric, p: &Params, previous: Option<&Plan>) -> Result<Routed, PlanError> {
+/// Data VLs every link can carry under the OperationalVLs the plan gives its ports (as
+/// [`port_setting`] does): what an engine that spreads paths over VLs may use.
+fn link_vls(d: &Discovered, fabric: &Fabric, max_op_vls: u8) -> u8 {
+    let mut vls = 15;
+    for (i, port) in fabric.ports().iter().enumerate() {
+        let (Some(r), Some(a)) = (port.remote, d.port_info(PortIdx(i as u32))) else {
+            continue;
+        };
+        let Some(b) = d.port_info(r) else {
+            continue;
+        };
+        let code = a
+            .vl_cap
+            .to_raw_value()
+            .min(b.vl_cap.to_raw_value())
+            .min(max_op_vls)
+            .max(1);
+        vls = vls.min(VlCap::from_raw_value(code).data_vls().unwrap_or(1));
+    }
+    vls
+}
+
+fn route(
+    d: &Discovered,
+    fabric: &Fabric,
+    p: &Params,
+    previous: Option<&Plan>,
+) -> Result<Routed, PlanError> {
     let mut sw_of = IdxVec::filled(OptIdx::NONE, fabric.nodes().len());
     if fabric.switches().next().is_none() {
         // End ports cabled to each other with no switch between: nothing to route.
@@ -258,6 +310,11 @@ fn route(fabric: &Fabric, p: &Params, previous: Option<&Plan>) -> Result<Routed,
     }
     let topo = Topo::new(fabric)?;
     let mut opts = p.routing_options.clone();
+    let configured = match opts.vl_budget {
+        0 => sm_routing::layered::DEFAULT_VL_BUDGET,
+        n => n,
+    };
+    opts.vl_budget = configured.min(link_vls(d, fabric, p.max_op_vls));
     if p.sticky_routes {
         opts.previous = previous.map(|pl| {
             let guids = pl
@@ -523,6 +580,7 @@ pub(super) fn repair(
         lfts,
         engine: prev.engine,
         rule: prev.rule.clone(),
+        sl: prev.sl.clone(),
         displaced: Arc::new(displaced),
         switches: prev.switches.clone(),
         sw_of: prev.sw_of.clone(),
@@ -590,7 +648,7 @@ fn rerouted(
 ) -> Result<(Plan, Repaired), PlanError> {
     tracing::info!("repair: {why}; routes computed whole");
     let t0 = p.stopwatch.map(|f| f());
-    let routed = route(&fabric, p, Some(prev))?;
+    let routed = route(d, &fabric, p, Some(prev))?;
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -626,11 +684,22 @@ fn rerouted(
         lfts.push(Arc::from(table));
     }
     moved.sort_by_key(|m| (m.lid, m.switch));
-    let settings = settings_for(prev, d, &fabric, ports, p);
+    let mut settings = settings_for(prev, d, &fabric, ports, p);
+    let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
+    let tables = if vls == prev.vls_used() {
+        prev.tables.clone()
+    } else {
+        // The VLs the paths use changed: every port's SL-to-VL table changes with them.
+        let mut all: IdxVec<PortIdx, Option<port_info::Repr>> = settings.iter().cloned().collect();
+        let (tables, _) = tables(d, &fabric, &mut all, p, vls);
+        settings = all.into();
+        Arc::new(tables)
+    };
     let plan = Plan {
         lfts,
         engine: routed.routes.engine,
         rule: routed.routes.rule,
+        sl: routed.routes.sl,
         displaced: Arc::default(),
         switches: routed.switches,
         sw_of: routed.sw_of,
@@ -642,7 +711,7 @@ fn rerouted(
         ar_hints: routed.ar_hints,
         routing_time,
         settings,
-        tables: prev.tables.clone(),
+        tables,
         pkeys: prev.pkeys.clone(),
         fabric,
     };
@@ -665,13 +734,16 @@ pub(super) fn emit_data<W: sm_mad::Wire>(w: &W) -> Option<[u8; 64]> {
     w.emit(&mut data).ok().map(|_| data)
 }
 
-/// P_Key tables from the partitions, SL-to-VL and VL arbitration tables from QoS; the
-/// PortInfo bits that go with them (enforcement, VLHighLimit) are set in `settings`.
+/// P_Key tables from the partitions, SL-to-VL and VL arbitration tables from QoS and from
+/// the routes' SLs (`vls`: the data VLs the paths use, when the engine spreads them over
+/// VLs); the PortInfo bits that go with them (enforcement, VLHighLimit) are set in
+/// `settings`.
 fn tables(
     d: &Discovered,
     fabric: &Fabric,
     settings: &mut IdxVec<PortIdx, Option<port_info::Repr>>,
     p: &Params,
+    vls: Option<u8>,
 ) -> (Vec<TableBlock>, PKeyTables) {
     let mut out = Vec::new();
     let parts = pkey_tables_with(
@@ -726,16 +798,46 @@ fn tables(
             }
         }
     }
-    if p.qos.enabled {
-        qos_tables(d, settings, p, &mut out);
+    if let Some(q) = vl_tables(&p.qos, vls) {
+        qos_tables(d, settings, &q, &mut out);
     }
     (out, parts)
+}
+
+/// The QoS options that give every port its SL-to-VL and VL arbitration tables: the
+/// configured ones, with the SL-to-VL map the routes need when their paths use more than
+/// one VL (SL `i` on VL `i`, as `ibsm route --sl2vl-out` writes; deadlock freedom depends
+/// on it, so it overrides `[qos] sl2vl`). Without QoS configured, the used VLs share the
+/// low-priority arbitration table equally. `None`: no tables to program.
+fn vl_tables(qos: &qos::QosOptions, vls: Option<u8>) -> Option<qos::QosOptions> {
+    let vls = vls.filter(|&n| n > 1);
+    let Some(n) = vls else {
+        return qos.enabled.then(|| qos.clone());
+    };
+    let mut q = if qos.enabled {
+        qos.clone()
+    } else {
+        let low: Vec<vl_arb::Entry> = (0..n).map(|vl| vl_arb::Entry::new(vl, 64)).collect();
+        qos::QosOptions {
+            enabled: true,
+            high_limit: 0,
+            vlarb_high: qos::VlArbTable::default(),
+            vlarb_low: qos::VlArbTable::from_entries(&low).unwrap_or_default(),
+            ..qos::QosOptions::default()
+        }
+    };
+    let map = std::array::from_fn(|sl| sm_routing::sl::vl_of(sl as u8, n));
+    q.sl2vl = qos::Sl2Vl(map);
+    for k in [&mut q.ca, &mut q.rtr, &mut q.sw0, &mut q.swe] {
+        k.sl2vl = None;
+    }
+    Some(q)
 }
 
 fn qos_tables(
     d: &Discovered,
     settings: &mut IdxVec<PortIdx, Option<port_info::Repr>>,
-    p: &Params,
+    qos: &qos::QosOptions,
     out: &mut Vec<TableBlock>,
 ) {
     let f = &d.fabric;
@@ -755,12 +857,13 @@ fn qos_tables(
                 continue;
             };
             let onum = f.port(o).num;
-            let t = qos::tables(&p.qos, kind, w.operational_vls);
+            let t = qos::tables(qos, kind, w.operational_vls);
             w.vl_high_limit = t.high_limit;
             if let Some(data) = emit_data(&sl2vl::Repr::new(t.sl2vl)) {
                 if node.kind == NodeKind::Switch {
-                    for &i in &linked {
-                        let inum = f.port(i).num;
+                    // Input port 0 too: the switch's own packets leave by the same map.
+                    let inputs = std::iter::once(0).chain(linked.iter().map(|&i| f.port(i).num));
+                    for inum in inputs {
                         out.push(TableBlock {
                             port: o,
                             attr: attr::SL_TO_VL_MAPPING_TABLE,

@@ -480,6 +480,11 @@ impl Db {
             .unwrap_or(lft::NO_ROUTE.0)
     }
 
+    /// The SL the routes give paths from end port `src` to `dlid`, if they use SLs.
+    pub(crate) fn path_sl(&self, src: PortIdx, dlid: Lid) -> Option<u8> {
+        self.plan.path_sl(src, dlid)
+    }
+
     /// Switch node `n`'s whole LFT.
     pub(crate) fn lft(&self, n: NodeIdx) -> &[u8] {
         self.plan.lft(n).unwrap_or(&[])

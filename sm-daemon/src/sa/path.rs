@@ -189,11 +189,17 @@ pub(crate) fn path_parms(
         }
         None => db.common_pkey(src, dst)?,
     };
-    let sl = match w.sl {
-        Some(s) => s.0,
-        None if !pkey.is_invalid() => db.partition_sl.get(&pkey.base()).copied().unwrap_or(0),
-        None if qos && sl_ok & 1 == 0 => sl_ok.trailing_zeros() as u8,
-        None => 0,
+    let sl = match (w.sl, db.path_sl(src, dlid)) {
+        // The routes put this path on an SL to stay deadlock-free: another one is no path
+        // (as OpenSM answers when its routing engine chose the SL).
+        (Some(s), Some(routed)) if s.0 != routed => return None,
+        (_, Some(routed)) => routed,
+        (Some(s), None) => s.0,
+        (None, None) if !pkey.is_invalid() => {
+            db.partition_sl.get(&pkey.base()).copied().unwrap_or(0)
+        }
+        (None, None) if qos && sl_ok & 1 == 0 => sl_ok.trailing_zeros() as u8,
+        (None, None) => 0,
     };
     if qos && sl_ok & (1 << (sl & 15)) == 0 {
         return None;

@@ -3,10 +3,13 @@
 
 #![allow(dead_code)]
 
+use std::collections::{BTreeSet, HashMap};
+
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_daemon::core::{Event, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::port_info::PortState;
+use sm_mad::{Guid, Lid, PKey, Sl};
 use sm_sim::trace::AllPairsOptions;
 
 /// The tracer delivers every CA pair over the tables the switches hold.
@@ -63,4 +66,88 @@ pub(crate) fn run_watching(
     }
     collect(d);
     sweeps
+}
+
+/// Traces every CA-to-CA pair (base LIDs, as the SM's plan gives them) through what the
+/// simulated switches hold, each on the SL `sl_of(source port in the plan, DLID)` gives,
+/// and checks that every one is delivered and that the channels a packet holds one after
+/// the other ((link, VL) after (link, VL), the VLs from the programmed SL-to-VL tables)
+/// form no cycle: a credit-loop check of what was programmed that does not trust the SM's
+/// own validation. Returns the VLs the packets used.
+pub(crate) fn traced_without_credit_loops(
+    d: &SimDriver,
+    what: &str,
+    mut sl_of: impl FnMut(PortIdx, Lid) -> Sl,
+) -> BTreeSet<u8> {
+    let f = &d.sm.plan().expect("a plan").fabric;
+    let ends: Vec<(PortIdx, Lid)> = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .filter(|&p| f.port(p).remote.is_some() && f.port(p).lid.0 != 0)
+        .map(|p| (p, f.port(p).lid))
+        .collect();
+    assert!(ends.len() > 1, "{what}: no pairs");
+    // A channel: the link leaving (node, port), on a VL.
+    type Chan = (Guid, u8, u8);
+    let mut next: HashMap<Chan, BTreeSet<Chan>> = HashMap::new();
+    let mut vls = BTreeSet::new();
+    for &(s, slid) in &ends {
+        for &(_, dlid) in &ends {
+            if slid == dlid {
+                continue;
+            }
+            let sl = sl_of(s, dlid);
+            let path = d
+                .sim
+                .trace(slid, dlid, sl, PKey(0xffff))
+                .unwrap_or_else(|e| panic!("{what}: {slid} -> {dlid} on SL {}: {e}", sl.0));
+            let chans: Vec<Chan> = path
+                .hops
+                .iter()
+                .map(|h| (h.node, h.out_port, h.vl.0))
+                .collect();
+            for w in chans.windows(2) {
+                next.entry(w[0]).or_default().insert(w[1]);
+            }
+            vls.extend(chans.iter().map(|c| c.2));
+        }
+    }
+    // Kahn's algorithm: the graph empties exactly when it has no cycle.
+    let mut indegree: HashMap<Chan, usize> = HashMap::new();
+    for (&c, outs) in &next {
+        indegree.entry(c).or_default();
+        for &o in outs {
+            *indegree.entry(o).or_default() += 1;
+        }
+    }
+    let mut ready: Vec<Chan> = indegree
+        .iter()
+        .filter(|&(_, &n)| n == 0)
+        .map(|(&c, _)| c)
+        .collect();
+    let mut removed = 0;
+    while let Some(c) = ready.pop() {
+        removed += 1;
+        for o in next.get(&c).into_iter().flatten() {
+            let n = indegree.get_mut(o).expect("counted");
+            *n -= 1;
+            if *n == 0 {
+                ready.push(*o);
+            }
+        }
+    }
+    let cyclic: Vec<&Chan> = indegree
+        .iter()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(
+        removed,
+        indegree.len(),
+        "{what}: the traced channels depend on each other in a cycle (credit loop) among {} \
+         channels, e.g. {:?}",
+        cyclic.len(),
+        &cyclic[..cyclic.len().min(4)]
+    );
+    vls
 }
