@@ -57,6 +57,8 @@ pub struct Config {
     pub qos: QosOptions,
     pub dump: DumpConfig,
     pub log: LogConfig,
+    pub metrics: MetricsConfig,
+    pub status: StatusConfig,
 }
 
 /// `[sm]`: the subnet manager itself.
@@ -311,6 +313,29 @@ pub struct LogConfig {
     /// Log file. Default: unset (standard error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
+}
+
+/// `[metrics]`: Prometheus metrics over HTTP.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsConfig {
+    /// Address to serve `/metrics` on, e.g. `"127.0.0.1:9464"`. Default: unset (off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// `[status]`: the live status socket and the fabric event log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StatusConfig {
+    /// Unix socket `ibsm status` and `ibsm ports` ask (mode 0600). Default: unset
+    /// (`ibsm.sock` in the state directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    /// File the fabric events are appended to, one JSON object per line. Default: unset
+    /// (`events.jsonl` in the state directory).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event_log: Option<PathBuf>,
 }
 
 impl Config {

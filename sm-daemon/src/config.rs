@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sm_core::config::{Config, DumpConfig, LogConfig};
+use sm_core::config::{Config, DumpConfig, LogConfig, MetricsConfig, StatusConfig};
 use sm_mad::Guid;
 use sm_routing::GuidFileError;
 
@@ -46,6 +46,10 @@ pub struct Settings {
     pub dump: DumpConfig,
     /// `[log]`: how much to log, and where.
     pub log: LogConfig,
+    /// `[metrics]`: where Prometheus metrics are served, if anywhere.
+    pub metrics: MetricsConfig,
+    /// `[status]`: the status socket and the event log.
+    pub status: StatusConfig,
 }
 
 /// The settings of a configuration read from `path`.
@@ -57,6 +61,8 @@ pub fn settings(cfg: &Config, path: &Path) -> Result<Settings, ParamsError> {
         reassign_lids: cfg.sm.reassign_lids,
         dump: cfg.dump.clone(),
         log: cfg.log.clone(),
+        metrics: cfg.metrics.clone(),
+        status: cfg.status.clone(),
     })
 }
 
@@ -282,7 +288,15 @@ mod tests {
         let params = format!("{:?}", s.params);
         let daemon = format!(
             "{:?}",
-            (s.port_guid, s.state_dir, s.reassign_lids, s.dump, s.log)
+            (
+                s.port_guid,
+                s.state_dir,
+                s.reassign_lids,
+                s.dump,
+                s.log,
+                s.metrics,
+                s.status
+            )
         );
         (params, daemon)
     }
@@ -420,6 +434,21 @@ mod tests {
             ("dump.write", "write = [\"topology\"]".into(), Daemon),
             ("log.level", "level = \"debug\"".into(), Daemon),
             ("log.file", "file = \"/tmp/ibsm.log\"".into(), Daemon),
+            (
+                "metrics.listen",
+                "listen = \"127.0.0.1:9464\"".into(),
+                Daemon,
+            ),
+            (
+                "status.socket",
+                "socket = \"/tmp/ibsm.sock\"".into(),
+                Daemon,
+            ),
+            (
+                "status.event_log",
+                "event_log = \"/tmp/events.jsonl\"".into(),
+                Daemon,
+            ),
         ];
         let listed: BTreeSet<String> = cases.iter().map(|c| c.0.to_string()).collect();
         assert_eq!(listed.len(), cases.len(), "a key listed twice");

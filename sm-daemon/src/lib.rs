@@ -2,5 +2,6 @@
 
 pub mod config;
 pub mod core;
+pub mod ops;
 pub mod sa;
 pub mod transport;

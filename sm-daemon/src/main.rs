@@ -26,6 +26,10 @@ enum Command {
     Analyze(cmd::analyze::Args),
     /// Decode one MAD given as hex (a file or standard input) and print every field.
     Decode(cmd::decode::Args),
+    /// Ask the running SM how the subnet is: state, last sweep, recent fabric events.
+    Status(cmd::status::Args),
+    /// List the ports of the running SM's subnet: state, width, speed, peer.
+    Ports(cmd::status::Args),
     /// Subscribe to the SA's event forwarding from a umad port and print every trap it
     /// reports.
     Events(cmd::events::Args),
@@ -63,5 +67,7 @@ fn run() -> anyhow::Result<()> {
         Command::Analyze(a) => cmd::analyze::run(a),
         Command::Decode(a) => cmd::decode::run(a),
         Command::Events(a) => cmd::events::run(a),
+        Command::Status(a) => cmd::status::status(a),
+        Command::Ports(a) => cmd::status::ports(a),
     }
 }

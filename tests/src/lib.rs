@@ -18,8 +18,7 @@ use sm_core::read_topology_str;
 use sm_mad::{Guid, Lid};
 
 /// What to install when a tool is missing.
-pub const INSTALL: &str =
-    "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags opensm";
+pub const INSTALL: &str = "install them with: apt-get install ibsim-utils libumad2sim0 infiniband-diags opensm prometheus curl";
 
 /// A program on PATH or in the sbin directories a non-root PATH may lack.
 pub fn program(name: &str) -> PathBuf {

@@ -9,4 +9,5 @@ pub(crate) mod events;
 pub(crate) mod generate;
 pub(crate) mod route;
 pub(crate) mod run;
+pub(crate) mod status;
 pub(crate) mod svg;

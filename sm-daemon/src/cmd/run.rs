@@ -3,6 +3,7 @@
 //! port (real hardware, or ibsim through libumad2sim).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{Context, bail};
@@ -11,6 +12,7 @@ use sm_core::fabric::{Fabric, NodeKind, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
 use sm_daemon::core::{Event, Params, Sm, SweepReport};
+use sm_daemon::ops::Ops;
 use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Device, Outgoing};
@@ -82,6 +84,10 @@ pub(crate) struct Args {
     /// `guid2lid` and, with adaptive routing, `ibsm-ar-hints.dump`.
     #[arg(long)]
     dump_dir: Option<PathBuf>,
+    /// Serve Prometheus metrics on this address (e.g. `127.0.0.1:9464`), overriding the
+    /// configuration's [metrics] listen.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Seed of the simulated fabric's fault injection.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -306,6 +312,7 @@ fn serve(
     hup: &mut Signal,
     driver: &mut SimDriver,
     dumps: &mut Option<Dumps>,
+    ops: &mut Option<OpsHook>,
 ) -> anyhow::Result<()> {
     rt.block_on(async {
         let mut term = signal(SignalKind::terminate()).context("installing SIGTERM handler")?;
@@ -317,13 +324,21 @@ fn serve(
             let vnow = base + start.elapsed().as_nanos() as u64;
             driver.advance_to(vnow);
             while let Some(e) = driver.sm.poll_event() {
+                ops_event(ops, &driver.sm, &e);
                 match e {
                     Event::LidsChanged => save_lids(args, &driver.sm)?,
                     Event::SweepDone(_) => write_dumps_serving(dumps, &driver.sm, false),
                     _ => {}
                 }
             }
-            let next = driver.next_deadline().unwrap_or(vnow + 1_000_000_000);
+            if let Some(o) = ops {
+                o.tick(&driver.sm);
+            }
+            // At least every 100 ms, for the status and metrics.
+            let next = driver
+                .next_deadline()
+                .unwrap_or(u64::MAX)
+                .min(vnow + 100_000_000);
             let wake = start + std::time::Duration::from_nanos(next.saturating_sub(base));
             tokio::select! {
                 _ = tokio::time::sleep_until(wake) => {}
@@ -460,6 +475,91 @@ struct Setup {
     /// The configuration file, or `<defaults>`, for messages.
     config: PathBuf,
     dumps: Option<Dumps>,
+    /// Status, events and metrics, when a socket, an event log or metrics are asked for.
+    ops: Option<OpsHook>,
+}
+
+/// What the driver loops tell the status socket and the metrics.
+struct OpsHook {
+    shared: Arc<Mutex<Ops>>,
+    _servers: sm_daemon::ops::Servers,
+    last: Instant,
+}
+
+impl OpsHook {
+    /// The servers a run asks for: metrics on `listen`, the status socket and event log
+    /// (from the configuration, else in the state directory); none with `--once`, which
+    /// exits as soon as the subnet is up.
+    fn start(
+        args: &Args,
+        listen: Option<std::net::SocketAddr>,
+        status: &sm_core::config::StatusConfig,
+        priority: u8,
+    ) -> anyhow::Result<Option<OpsHook>> {
+        if args.once || args.run_for.is_some() {
+            return Ok(None);
+        }
+        let in_state = |name: &str| args.state_dir.as_ref().map(|d| d.join(name));
+        let socket = status.socket.clone().or_else(|| in_state("ibsm.sock"));
+        let events = status
+            .event_log
+            .clone()
+            .or_else(|| in_state("events.jsonl"));
+        if listen.is_none() && socket.is_none() && events.is_none() {
+            return Ok(None);
+        }
+        for p in [&socket, &events].into_iter().flatten() {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating {}", dir.display()))?;
+            }
+        }
+        let ops = Ops::new(priority, events.as_deref())?;
+        let shared = Arc::new(Mutex::new(ops));
+        let servers = sm_daemon::ops::serve(Arc::clone(&shared), listen, socket.as_deref())?;
+        if let Some(a) = servers.metrics_addr {
+            tracing::info!("metrics at http://{a}/metrics");
+        }
+        if let Some(p) = &socket {
+            tracing::info!(socket = %p.display(), "status socket");
+        }
+        Ok(Some(OpsHook {
+            shared,
+            _servers: servers,
+            last: Instant::now(),
+        }))
+    }
+
+    /// After one of the core's events.
+    fn event(&mut self, sm: &Sm, e: &Event) {
+        let Ok(mut o) = self.shared.lock() else {
+            return;
+        };
+        match e {
+            Event::SweepDone(r) => o.observe(sm, Some(r)),
+            Event::Trap { .. } => o.trap(),
+            _ => o.observe(sm, None),
+        }
+        self.last = Instant::now();
+    }
+
+    /// Between events, at most every 100 ms: counters and the SM state.
+    fn tick(&mut self, sm: &Sm) {
+        if self.last.elapsed() < std::time::Duration::from_millis(100) {
+            return;
+        }
+        if let Ok(mut o) = self.shared.lock() {
+            o.observe(sm, None);
+        }
+        self.last = Instant::now();
+    }
+}
+
+/// Tells the ops hook, if there is one.
+fn ops_event(ops: &mut Option<OpsHook>, sm: &Sm, e: &Event) {
+    if let Some(o) = ops {
+        o.event(sm, e);
+    }
 }
 
 /// The configuration file, or the defaults and `<defaults>` for its name.
@@ -501,12 +601,15 @@ fn setup(
     p.smp_timeout = std::time::Duration::from_millis(ms);
     p.stopwatch = Some(monotonic_ns);
     let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
+    let listen = args.metrics.or(s.metrics.listen);
+    let ops = OpsHook::start(args, listen, &s.status, p.sm_priority)?;
     Ok(Setup {
         params: p,
         port_guid: s.port_guid,
         reassign_lids: s.reassign_lids,
         config: path,
         dumps,
+        ops,
     })
 }
 
@@ -629,6 +732,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     let lids = load_lids(&args, &setup)?;
     let params = setup.params;
     let mut dumps = setup.dumps;
+    let mut ops = setup.ops;
     let run_for = args
         .run_for
         .as_deref()
@@ -660,6 +764,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     while let Some(e) = driver.run_until(deadline.saturating_sub(driver.now()), |e| {
         matches!(e, Event::SweepDone(_) | Event::LidsChanged)
     }) {
+        ops_event(&mut ops, &driver.sm, &e);
         match e {
             Event::LidsChanged => save_lids(&args, &driver.sm)?,
             Event::SweepDone(r) => {
@@ -682,7 +787,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }
     if !args.once && last.as_ref().is_some_and(|r| r.subnet_up) {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
-        serve(&args, &rt, &mut hup, &mut driver, &mut dumps)?;
+        serve(&args, &rt, &mut hup, &mut driver, &mut dumps, &mut ops)?;
     }
     let t = Instant::now();
     marks.unreachable = Some(unreachable_traced(&driver));
@@ -755,6 +860,7 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
     let lids = load_lids(args, &setup)?;
     let mut params = setup.params;
     let mut dumps = setup.dumps;
+    let mut ops = setup.ops;
     // The SA agent is a kernel RMPP agent: the kernel segments table answers.
     params.sa.rmpp = RmppMode::Kernel;
     // DEVICE[:PORT] on the command line wins over the configuration's port_guid.
@@ -767,7 +873,7 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
         }
     })?;
     let args = &*args;
-    drive_umad(args, port, params, lids, &signals, &mut dumps)
+    drive_umad(args, port, params, lids, &signals, &mut dumps, &mut ops)
 }
 
 /// A signal for the driver loop.
@@ -832,6 +938,7 @@ fn drive_umad(
     lids: LidStore,
     signals: &std::sync::mpsc::Receiver<Sig>,
     dumps: &mut Option<Dumps>,
+    ops: &mut Option<OpsHook>,
 ) -> anyhow::Result<()> {
     // The kernel needs a timeout on requests to match their responses; the core keeps its
     // own deadline (and retries), so the kernel's is the same and it never retries.
@@ -869,7 +976,11 @@ fn drive_umad(
             tracing::warn!("--up-timeout passed before the subnet came up");
             break 'run;
         }
+        if let Some(o) = ops.as_mut() {
+            o.tick(&sm);
+        }
         while let Some(e) = sm.poll_event() {
+            ops_event(ops, &sm, &e);
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
                 Event::SweepDone(r) => {

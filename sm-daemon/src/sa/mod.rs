@@ -45,7 +45,7 @@ mod path;
 mod records;
 mod service;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use sm_core::mcast::{McConfig, McEvent, McNotice, McRegistry};
@@ -273,6 +273,8 @@ pub struct Server {
     transfers: HashMap<Key, Transfer>,
     deadlines: BTreeSet<(Instant, Key)>,
     stats: SaStats,
+    /// Requests received per attribute (an RMPP request once, at its first segment).
+    by_attribute: BTreeMap<u16, u64>,
     state: State,
     reports: inform::Reports,
     recent_traps: VecDeque<(Lid, u64)>,
@@ -526,6 +528,11 @@ impl Server {
         self.stats
     }
 
+    /// Requests received per attribute ID, since the server started.
+    pub fn queries_by_attribute(&self) -> &BTreeMap<u16, u64> {
+        &self.by_attribute
+    }
+
     /// RMPP transfers in progress.
     pub fn transfers(&self) -> usize {
         self.transfers.len()
@@ -567,6 +574,11 @@ impl Server {
             tracing::debug!("SA query before the subnet is up; dropped (C15-0.1.3)");
             self.stats.dropped += 1;
             return;
+        }
+        let first =
+            rmpp::Repr::parse_mad(m).map_or(true, |r| !r.is_active() || r.segment_number() <= 1);
+        if first {
+            *self.by_attribute.entry(attr_id).or_default() += 1;
         }
         if self.cfg.rmpp == RmppMode::Segment {
             if let Ok(r) = rmpp::Repr::parse_mad(m) {

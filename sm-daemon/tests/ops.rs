@@ -1,0 +1,224 @@
+//! What operators see, in the simulated fabric: the status, the fabric events a link going
+//! down and back and a silent host make, the Prometheus metrics (their values against the
+//! core's own counters, and the text format), and the status socket answering.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::sync::{Arc, Mutex};
+
+use sm_core::fabric::{Fabric, PortIdx};
+use sm_core::generate::{GenSpec, generate};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Event, Params};
+use sm_daemon::ops::{Ops, classic_text};
+use sm_daemon::transport::sim::SimDriver;
+use sm_sim::{Fault, SimConfig};
+
+const MS: u64 = 1_000_000;
+
+fn fabric() -> Fabric {
+    generate(&serde_json::from_str::<GenSpec>(r#"{"family":"fat-tree2","radix":8}"#).unwrap())
+        .unwrap()
+}
+
+/// Runs `span` of virtual time, feeding every event to `ops`.
+fn run(d: &mut SimDriver, ops: &mut Ops, span: u64) {
+    let end = d.now() + span;
+    while d.now() < end {
+        while let Some(e) = d.sm.poll_event() {
+            match &e {
+                Event::SweepDone(r) => ops.observe(&d.sm, Some(r)),
+                Event::Trap { .. } => ops.trap(),
+                _ => ops.observe(&d.sm, None),
+            }
+        }
+        if !d.step() {
+            break;
+        }
+    }
+    ops.observe(&d.sm, None);
+}
+
+/// The value of an unlabelled sample, or of one with exactly these labels.
+fn sample(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| {
+            let (n, v) = l.rsplit_once(' ')?;
+            (n == name).then(|| v.parse().unwrap())
+        })
+        .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
+}
+
+fn switch_link(f: &Fabric) -> (PortIdx, PortIdx) {
+    f.links()
+        .find(|&(a, b)| {
+            f.node(f.port(a).node).kind == sm_core::NodeKind::Switch
+                && f.node(f.port(b).node).kind == sm_core::NodeKind::Switch
+        })
+        .unwrap()
+}
+
+#[test]
+fn status_events_and_metrics_follow_the_fabric() {
+    let f = fabric();
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("ibsm-ops-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("events.jsonl");
+    let _ = std::fs::remove_file(&log);
+    let mut ops = Ops::new(3, Some(&log)).unwrap();
+    let mut d = SimDriver::new(
+        &f,
+        sm,
+        Params::default(),
+        LidStore::new(),
+        SimConfig::default(),
+    );
+    d.start();
+    run(&mut d, &mut ops, 2_000 * MS);
+
+    let s = ops.status();
+    assert!(s.subnet_up && s.up_since.is_some(), "{s:#?}");
+    assert_eq!(s.sm_state, "master");
+    assert_eq!(s.priority, 3);
+    let counts = f.counts();
+    assert_eq!(
+        (s.nodes, s.switches, s.cas, s.links),
+        (counts.nodes, counts.switches, counts.cas, counts.links)
+    );
+    assert_eq!(s.smps_sent, d.sm.mad_counts().sent);
+    let kinds: Vec<&str> = s.recent_events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(kinds, ["sm_state", "subnet_up"]);
+    assert_eq!(s.recent_events[0].what, "master");
+    assert_eq!(
+        ops.ports().len(),
+        f.ports()
+            .iter()
+            .filter(
+                |p| p.exists && !(p.num == 0 && f.node(p.node).kind == sm_core::NodeKind::Switch)
+            )
+            .count()
+    );
+
+    // A switch link goes down and comes back: one event each, naming both ends.
+    let (a, b) = switch_link(&f);
+    d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
+    run(&mut d, &mut ops, 500 * MS);
+    d.sim.apply_fault(Fault::LinkUp(a)).unwrap();
+    run(&mut d, &mut ops, 500 * MS);
+    let s = ops.status();
+    let kinds: Vec<&str> = s.recent_events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["sm_state", "subnet_up", "link_down", "link_up"],
+        "{s:#?}"
+    );
+    let name = |p: PortIdx| format!("{}[{}]", f.node(f.port(p).node).guid, f.port(p).num);
+    for e in &s.recent_events[2..] {
+        assert!(
+            e.what.contains(&name(a)) && e.what.contains(&name(b)),
+            "{e:?}"
+        );
+    }
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "every event in the log: {lines:?}");
+    assert_eq!(lines[2]["kind"], "link_down");
+
+    // The metrics say the same as the core.
+    let text = ops.encode_metrics();
+    assert_eq!(sample(&text, "ibsm_subnet_up"), 1.0);
+    assert_eq!(sample(&text, "ibsm_sm_state{state=\"master\"}"), 1.0);
+    assert_eq!(sample(&text, "ibsm_sm_state{state=\"standby\"}"), 0.0);
+    assert_eq!(
+        sample(&text, "ibsm_smps_sent_total"),
+        d.sm.mad_counts().sent as f64
+    );
+    assert_eq!(
+        sample(&text, "ibsm_nodes{type=\"switch\"}"),
+        counts.switches as f64
+    );
+    assert_eq!(sample(&text, "ibsm_links"), counts.links as f64);
+    assert_eq!(sample(&text, "ibsm_sweeps_total{kind=\"heavy\"}"), 1.0);
+    let repairs = sample(&text, "ibsm_sweeps_total{kind=\"repair\"}");
+    assert!(repairs >= 2.0, "a repair for each change: {repairs}");
+    assert!(sample(&text, "ibsm_traps_total") >= 2.0);
+    assert_eq!(
+        sample(&text, "ibsm_fabric_events_total{kind=\"link_down\"}"),
+        1.0
+    );
+    let swept = sample(&text, "ibsm_sweep_duration_seconds_count");
+    assert_eq!(swept, 1.0 + repairs);
+    // Classic text: every family has HELP and TYPE under the name of its samples.
+    assert!(
+        text.contains("# TYPE ibsm_smps_sent_total counter\n"),
+        "{text}"
+    );
+    assert!(!text.contains("# EOF"));
+    let open = ops.encode_openmetrics();
+    assert!(open.ends_with("# EOF\n"));
+    assert!(open.contains("# TYPE ibsm_smps_sent counter\n"));
+    assert_eq!(classic_text(&open), text);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
+    let f = fabric();
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let mut ops = Ops::new(0, None).unwrap();
+    let mut d = SimDriver::new(
+        &f,
+        sm,
+        Params::default(),
+        LidStore::new(),
+        SimConfig::default(),
+    );
+    d.start();
+    run(&mut d, &mut ops, 2_000 * MS);
+    let dir = std::env::temp_dir().join(format!("ibsm-sock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ibsm.sock");
+    let shared = Arc::new(Mutex::new(ops));
+    let servers = sm_daemon::ops::serve(Arc::clone(&shared), None, Some(&path)).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let ask = |line: &str| {
+        let mut s = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        writeln!(s, "{line}").unwrap();
+        let mut text = String::new();
+        for l in BufReader::new(s).lines() {
+            text.push_str(&l.unwrap());
+        }
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()
+    };
+    let status = ask("status");
+    assert_eq!(status["subnet_up"], true);
+    assert_eq!(status["switches"], f.counts().switches);
+    let ports = ask("ports");
+    let rows = ports.as_array().unwrap();
+    assert!(
+        rows.iter()
+            .any(|r| r["state"] == "Active" && r["peer"].is_string())
+    );
+    assert!(ask("shutdown")["error"].is_string());
+    // A second SM on the same socket is refused while the first serves it.
+    let again = sm_daemon::ops::serve(Arc::clone(&shared), None, Some(&path));
+    assert!(again.is_err());
+    drop(servers);
+    assert!(!path.exists(), "the socket goes with the servers");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,172 @@
+//! What operators see of `ibsm run --umad` under ibsim, with real clients:
+//!
+//! - `promtool check metrics` accepts what `/metrics` serves;
+//! - a Prometheus server in the fabric's namespace scrapes it, and its query API gives the
+//!   subnet up and the fabric's node counts;
+//! - `ibsm status --json` and `ibsm ports` ask the SM over its socket in the state directory;
+//! - an `Unlink` on ibsim's console shows as a `link_down` event (status, event log, metric).
+//!
+//! Needs ibsim, libumad2sim, infiniband-diags, prometheus (promtool), curl, root.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use ibsm_tests::{Background, Ibsim, Scratch, fabric_file, ibsm_bin, poll, wait_for_text};
+
+const METRICS: &str = "127.0.0.1:9464";
+
+fn status(dir: &std::path::Path) -> serde_json::Value {
+    let out = Command::new(ibsm_bin!())
+        .args(["status", "--json", "--state-dir"])
+        .arg(dir.join("state"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ibsm status: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_running_sm_is_scraped_by_prometheus_and_asked_by_ibsm_status() {
+    let scratch = Scratch::new("ops", "2sw-2path-4ca");
+    let dir = scratch.path();
+    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
+    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    let log_path = dir.join("sm.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = sim.ibsm(
+        &ibsm_bin!(),
+        Some("host-1"),
+        &[
+            "run",
+            "--umad",
+            "--state-dir",
+            "state",
+            "--metrics",
+            METRICS,
+        ],
+        300,
+    );
+    c.stdout(Stdio::null()).stderr(log);
+    let mut sm = Background(c.spawn().unwrap());
+    wait_for_text(&log_path, "sweeping until", 60);
+
+    // promtool lints the exposition.
+    let out = sim.script(
+        &format!("curl -sf http://{METRICS}/metrics > metrics.txt && promtool check metrics < metrics.txt"),
+        60,
+    );
+    let text = std::fs::read_to_string(dir.join("metrics.txt")).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("ibsm_subnet_up 1"), "{text}");
+
+    // A Prometheus server scrapes it; its query API has the values.
+    std::fs::write(
+        dir.join("prometheus.yml"),
+        format!(
+            "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: ibsm\n    \
+             static_configs:\n      - targets: ['{METRICS}']\n"
+        ),
+    )
+    .unwrap();
+    let body = r#"
+prometheus --config.file=prometheus.yml --storage.tsdb.path=tsdb \
+  --web.listen-address=127.0.0.1:9090 > prometheus.log 2>&1 &
+p=$!
+q() { curl -sf "http://127.0.0.1:9090/api/v1/query" --data-urlencode "query=$1"; }
+for i in $(seq 1 60); do
+  r=$(q 'ibsm_subnet_up')
+  case "$r" in *'"value"'*) break;; esac
+  sleep 0.5
+done
+echo "UP $(q 'ibsm_subnet_up')"
+echo "SWITCHES $(q 'ibsm_nodes{type="switch"}')"
+echo "CAS $(q 'ibsm_nodes{type="ca"}')"
+echo "SENT $(q 'ibsm_smps_sent_total')"
+kill $p; wait $p 2>/dev/null
+"#;
+    let out = sim.script(body, 120);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let value = |tag: &str| -> f64 {
+        let line = said
+            .lines()
+            .find(|l| l.starts_with(tag))
+            .unwrap_or_else(|| panic!("{tag}: {said}"));
+        let json: serde_json::Value = serde_json::from_str(line[tag.len()..].trim())
+            .unwrap_or_else(|e| {
+                let plog = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
+                panic!("{tag}: {e}: {said}\n{plog}")
+            });
+        json["data"]["result"][0]["value"][1]
+            .as_str()
+            .unwrap_or_else(|| panic!("{tag}: {json}"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(value("UP "), 1.0, "{said}");
+    assert_eq!(value("SWITCHES "), 2.0, "{said}");
+    assert_eq!(value("CAS "), 4.0, "{said}");
+    assert!(value("SENT ") > 0.0, "{said}");
+
+    // ibsm status and ports, over the socket in the state directory.
+    let s = status(dir);
+    assert_eq!(s["subnet_up"], true, "{s:#}");
+    assert_eq!(s["sm_state"], "master");
+    assert_eq!(
+        (s["switches"].clone(), s["cas"].clone()),
+        (2.into(), 4.into())
+    );
+    let out = Command::new(ibsm_bin!())
+        .args(["ports", "--state-dir"])
+        .arg(dir.join("state"))
+        .output()
+        .unwrap();
+    let ports = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{ports}");
+    assert_eq!(
+        ports.lines().filter(|l| l.contains(" Active ")).count(),
+        12,
+        "12 linked ports ACTIVE:\n{ports}"
+    );
+
+    // A link goes down: an event in the status, the event log and the metrics.
+    sim.console("Unlink \"sw-a\"[5]");
+    let event = poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        let s = status(dir);
+        s["recent_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "link_down")
+            .cloned()
+    })
+    .unwrap_or_else(|| panic!("no link_down event: {:#}", status(dir)));
+    assert!(event["what"].as_str().unwrap().contains("[5]"), "{event}");
+    let events = std::fs::read_to_string(dir.join("state/events.jsonl")).unwrap();
+    assert!(events.contains("\"link_down\""), "{events}");
+    let out = sim.script(&format!("curl -sf http://{METRICS}/metrics"), 30);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("ibsm_fabric_events_total{kind=\"link_down\"} 1"),
+        "{text}"
+    );
+
+    let st = sm.terminate();
+    assert!(st.success(), "{st:?}");
+    assert!(
+        !dir.join("state/ibsm.sock").exists(),
+        "the socket is removed at exit"
+    );
+    drop(sim);
+    drop(scratch);
+}
