@@ -59,6 +59,7 @@ pub struct Config {
     pub log: LogConfig,
     pub metrics: MetricsConfig,
     pub status: StatusConfig,
+    pub health: HealthConfig,
 }
 
 /// `[sm]`: the subnet manager itself.
@@ -313,6 +314,26 @@ pub struct LogConfig {
     /// Log file. Default: unset (standard error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<PathBuf>,
+}
+
+/// `[health]`: when a port is taken out of the subnet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HealthConfig {
+    /// A link that goes down this many times within `flap_window_s` is unhealthy: left out
+    /// of the subnet (not routed over, not made ACTIVE) until cleared. 0: never. Default: 5.
+    pub link_flaps: u32,
+    /// Seconds. Default: 60.
+    pub flap_window_s: u32,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            link_flaps: 5,
+            flap_window_s: 60,
+        }
+    }
 }
 
 /// `[metrics]`: Prometheus metrics over HTTP.

@@ -119,6 +119,10 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         m_key_lease_period: sm.m_key_lease_period,
         force_link_speed: sm.force_link_speed,
         reassign_lids: sm.reassign_lids,
+        health: crate::core::HealthConfig {
+            link_flaps: cfg.health.link_flaps,
+            flap_window: ms(u64::from(cfg.health.flap_window_s) * 1000),
+        },
         sm_priority: sm.sm_priority,
         max_op_vls: sm.max_op_vls,
         subnet_timeout: sm.subnet_timeout,
@@ -444,6 +448,8 @@ mod tests {
                 "socket = \"/tmp/ibsm.sock\"".into(),
                 Daemon,
             ),
+            ("health.link_flaps", "link_flaps = 3".into(), Params),
+            ("health.flap_window_s", "flap_window_s = 10".into(), Params),
             (
                 "status.event_log",
                 "event_log = \"/tmp/events.jsonl\"".into(),

@@ -67,6 +67,21 @@ pub struct Unanswered {
     pub description: String,
 }
 
+/// A port left out of the subnet, as `ibsm status` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnhealthyRow {
+    pub node: String,
+    pub port: u8,
+    pub reason: String,
+}
+
+/// What an admin asks of the running SM through the status socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Take an unhealthy port back into the subnet.
+    Clear { node: Guid, port: u8 },
+}
+
 /// What `ibsm status` shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Status {
@@ -87,6 +102,8 @@ pub struct Status {
     pub sweeps: u64,
     pub last_sweep: Option<LastSweep>,
     pub unresponsive: Vec<Unanswered>,
+    /// Ports left out of the subnet, and why.
+    pub unhealthy: Vec<UnhealthyRow>,
     pub smps_sent: u64,
     pub smps_retried: u64,
     pub smps_lost: u64,
@@ -141,6 +158,7 @@ struct Metrics {
     links: Gauge,
     lids: Gauge,
     unresponsive: Gauge,
+    unhealthy: Gauge,
     traps: Counter,
     sa_queries: Family<AttrLabel, Counter>,
     sweep_seconds: Histogram,
@@ -177,6 +195,7 @@ impl Metrics {
             links: Gauge::default(),
             lids: Gauge::default(),
             unresponsive: Gauge::default(),
+            unhealthy: Gauge::default(),
             traps: Counter::default(),
             sa_queries: Family::default(),
             sweep_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
@@ -214,6 +233,11 @@ impl Metrics {
             "unresponsive_nodes",
             "Nodes left out of the last sweep because they did not answer",
             m.unresponsive.clone(),
+        );
+        registry.register(
+            "unhealthy_ports",
+            "Ports left out of the subnet because their link kept going down",
+            m.unhealthy.clone(),
         );
         registry.register("traps", "Traps received", m.traps.clone());
         registry.register(
@@ -285,6 +309,7 @@ pub struct Ops {
     last_counts: crate::core::MadCounts,
     last_sa: std::collections::BTreeMap<u16, u64>,
     last_state: Option<SmState>,
+    commands: Vec<Command>,
 }
 
 impl std::fmt::Debug for Ops {
@@ -327,7 +352,13 @@ impl Ops {
             last_counts: crate::core::MadCounts::default(),
             last_sa: Default::default(),
             last_state: None,
+            commands: Vec::new(),
         })
+    }
+
+    /// What admins asked for since the last call.
+    pub fn take_commands(&mut self) -> Vec<Command> {
+        std::mem::take(&mut self.commands)
     }
 
     /// Takes in the SM's state after its events; `report` is a sweep that just ended.
@@ -378,6 +409,16 @@ impl Ops {
             self.event(if up { "subnet_up" } else { "subnet_down" }, String::new());
         }
         self.metrics.subnet_up.set(i64::from(up));
+        let unhealthy = sm.unhealthy_ports();
+        self.metrics.unhealthy.set(unhealthy.len() as i64);
+        self.status.unhealthy = unhealthy
+            .into_iter()
+            .map(|u| UnhealthyRow {
+                node: u.node.to_string(),
+                port: u.port,
+                reason: u.reason,
+            })
+            .collect();
         if let Some(r) = report {
             self.sweep_done(sm, r);
         }
@@ -714,18 +755,47 @@ fn bind_socket(path: &Path) -> io::Result<std::os::unix::net::UnixListener> {
 pub mod request {
     pub const STATUS: &str = "status";
     pub const PORTS: &str = "ports";
+    /// `clear 0xGUID:PORT`.
+    pub const CLEAR: &str = "clear";
+}
+
+/// `0xGUID:PORT`.
+pub fn parse_port(s: &str) -> Option<(Guid, u8)> {
+    let (g, p) = s.trim().split_once(':')?;
+    let g = u64::from_str_radix(g.strip_prefix("0x").unwrap_or(g), 16).ok()?;
+    Some((Guid(g), p.parse().ok()?))
+}
+
+fn error_json(what: String) -> String {
+    serde_json::json!({ "error": what }).to_string()
 }
 
 /// The answer to one line on the status socket: JSON, or `{"error": ...}`.
-pub fn answer(ops: &Ops, line: &str) -> String {
-    let r = match line.trim() {
+pub fn answer(ops: &mut Ops, line: &str) -> String {
+    let line = line.trim();
+    let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    let r = match word {
         request::STATUS => serde_json::to_string_pretty(&ops.status()),
         request::PORTS => serde_json::to_string_pretty(ops.ports()),
-        other => {
-            Ok(serde_json::json!({ "error": format!("unknown request \"{other}\"") }).to_string())
-        }
+        request::CLEAR => Ok(match parse_port(rest) {
+            Some((node, port)) => {
+                let known = ops
+                    .status
+                    .unhealthy
+                    .iter()
+                    .any(|u| u.node == node.to_string() && u.port == port);
+                if known {
+                    ops.commands.push(Command::Clear { node, port });
+                    serde_json::json!({ "cleared": format!("{node}:{port}") }).to_string()
+                } else {
+                    error_json(format!("{node}:{port} is not unhealthy"))
+                }
+            }
+            None => error_json(format!("clear: expected 0xGUID:PORT, got \"{rest}\"")),
+        }),
+        other => Ok(error_json(format!("unknown request \"{other}\""))),
     };
-    r.unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }).to_string())
+    r.unwrap_or_else(|e| error_json(e.to_string()))
 }
 
 async fn socket_loop(l: tokio::net::UnixListener, ops: Arc<Mutex<Ops>>) {
@@ -747,7 +817,7 @@ async fn socket_loop(l: tokio::net::UnixListener, ops: Arc<Mutex<Ops>>) {
                 return;
             }
             let text = match ops.lock() {
-                Ok(o) => answer(&o, &line),
+                Ok(mut o) => answer(&mut o, &line),
                 Err(_) => return,
             };
             let _ = wr.write_all(text.as_bytes()).await;
@@ -810,5 +880,95 @@ async fn http_loop(l: tokio::net::TcpListener, ops: Arc<Mutex<Ops>>) {
                 .serve_connection(io, service)
                 .await;
         });
+    }
+}
+
+/// The unhealthy ports file of the state directory.
+pub const UNHEALTHY_FILE: &str = "unhealthy-ports";
+
+/// Reads an unhealthy ports file: `0xGUID PORT reason` per line, `#` comments. A line that
+/// does not read is logged (file and line) and skipped: one bad line must not stop the SM.
+/// A missing file is an empty list.
+pub fn read_unhealthy(path: &Path) -> io::Result<Vec<crate::core::UnhealthyPort>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+    };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let mut parts = t.splitn(3, char::is_whitespace);
+        let guid = parts
+            .next()
+            .and_then(|g| u64::from_str_radix(g.strip_prefix("0x")?, 16).ok());
+        let port = parts.next().and_then(|p| p.parse::<u8>().ok());
+        match (guid, port) {
+            (Some(g), Some(p)) => out.push(crate::core::UnhealthyPort {
+                node: Guid(g),
+                port: p,
+                reason: parts.next().unwrap_or("").trim().to_string(),
+            }),
+            _ => tracing::warn!(
+                file = %path.display(),
+                line = i + 1,
+                "not \"0xGUID PORT reason\"; line skipped"
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the unhealthy ports file through a temporary file renamed over it.
+pub fn write_unhealthy(path: &Path, ports: &[crate::core::UnhealthyPort]) -> io::Result<()> {
+    let mut text = String::from("# ibsm: ports left out of the subnet (node GUID, port, why)\n");
+    for u in ports {
+        text.push_str(&format!("{} {} {}\n", u.node, u.port, u.reason));
+    }
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unhealthy_file_round_trips_and_skips_bad_lines() {
+        let dir = std::env::temp_dir().join(format!("ibsm-unhealthy-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(UNHEALTHY_FILE);
+        assert!(read_unhealthy(&path).unwrap().is_empty());
+        let ports = vec![crate::core::UnhealthyPort {
+            node: Guid(0x2c9_0300_0000_1234),
+            port: 5,
+            reason: "link to 0x1[3] went down 5 times within 60 s".into(),
+        }];
+        write_unhealthy(&path, &ports).unwrap();
+        assert_eq!(read_unhealthy(&path).unwrap(), ports);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("garbage\n0x12 notaport why\n0x0000000000000042 7\n");
+        std::fs::write(&path, text).unwrap();
+        let read = read_unhealthy(&path).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!((read[1].node, read[1].port), (Guid(0x42), 7));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn classic_text_names_counter_families_by_their_samples() {
+        let open = "# HELP x Things.\n# TYPE x counter\nx_total 3\n# HELP g A gauge.\n\
+                    # TYPE g gauge\ng 1\n# EOF\n";
+        assert_eq!(
+            classic_text(open),
+            "# HELP x_total Things.\n# TYPE x_total counter\nx_total 3\n# HELP g A gauge.\n\
+             # TYPE g gauge\ng 1\n"
+        );
     }
 }

@@ -39,12 +39,20 @@ fn a_running_sm_is_scraped_by_prometheus_and_asked_by_ibsm_status() {
     let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
+    // A link that goes down twice within a minute is unhealthy.
+    std::fs::write(
+        dir.join("ibsm.toml"),
+        "[sm]\nsmp_timeout_ms = 50\n[health]\nlink_flaps = 2\nflap_window_s = 60\n",
+    )
+    .unwrap();
     let mut c = sim.ibsm(
         &ibsm_bin!(),
         Some("host-1"),
         &[
             "run",
             "--umad",
+            "--config",
+            "ibsm.toml",
             "--state-dir",
             "state",
             "--metrics",
@@ -160,6 +168,107 @@ kill $p; wait $p 2>/dev/null
         text.contains("ibsm_fabric_events_total{kind=\"link_down\"} 1"),
         "{text}"
     );
+
+    // It comes back, and goes down a second time: unhealthy, left out.
+    let events_of = |kind: &str| {
+        status(dir)["recent_events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .count()
+    };
+    sim.console("ReLink \"sw-a\"[5]");
+    poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        (events_of("link_up") == 1).then_some(())
+    })
+    .unwrap_or_else(|| panic!("no link_up: {:#}", status(dir)));
+    sim.console("Unlink \"sw-a\"[5]");
+    let bad = poll(Duration::from_secs(30), Duration::from_millis(100), || {
+        let s = status(dir);
+        let u = s["unhealthy"].as_array().unwrap().clone();
+        (u.len() == 2).then_some(u)
+    })
+    .unwrap_or_else(|| panic!("not unhealthy: {:#}", status(dir)));
+    assert!(
+        bad.iter()
+            .all(|u| u["reason"].as_str().unwrap().contains("2 times"))
+    );
+    let saved = poll(Duration::from_secs(5), Duration::from_millis(50), || {
+        std::fs::read_to_string(dir.join("state/unhealthy-ports")).ok()
+    })
+    .expect("the unhealthy ports are saved in the state directory");
+    assert_eq!(
+        saved.lines().filter(|l| !l.starts_with('#')).count(),
+        2,
+        "{saved}"
+    );
+    // Flapping on: the link is never made ACTIVE again, and no heavy sweep starts.
+    let seen = sim.discover();
+    let sw_a = seen
+        .switches()
+        .find(|&n| seen.node(n).description == "sw-a")
+        .and_then(|n| seen.port_of(n, 0))
+        .map(|p| seen.port(p).lid.0)
+        .unwrap();
+    let heavy_before = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .matches("SUBNET UP")
+        .count();
+    assert!(heavy_before >= 1);
+    for cmd in [
+        "ReLink \"sw-a\"[5]",
+        "Unlink \"sw-a\"[5]",
+        "ReLink \"sw-a\"[5]",
+    ] {
+        sim.console(cmd);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let info = sim.tool_ok(&["smpquery", "portinfo", &sw_a.to_string(), "5"], 20);
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .map(|v| v.trim_start_matches('.').trim().to_string())
+    };
+    assert_eq!(field("PhysLinkState").as_deref(), Some("LinkUp"), "{info}");
+    assert_eq!(
+        field("LinkState").as_deref(),
+        Some("Initialize"),
+        "sw-a[5] is up but must not be ACTIVE: {info}"
+    );
+    let heavy_after = std::fs::read_to_string(&log_path)
+        .unwrap()
+        .matches("SUBNET UP")
+        .count();
+    assert_eq!(
+        heavy_before, heavy_after,
+        "a heavy sweep for an unhealthy link"
+    );
+    let out = sim.script(&format!("curl -sf http://{METRICS}/metrics"), 30);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("ibsm_unhealthy_ports 2"), "{text}");
+
+    // Cleared, both ends: the link is back, ACTIVE.
+    for u in &bad {
+        let port = format!("{}:{}", u["node"].as_str().unwrap(), u["port"]);
+        let out = Command::new(ibsm_bin!())
+            .args(["ports", "--state-dir"])
+            .arg(dir.join("state"))
+            .args(["--clear", &port])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "clear {port}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    poll(Duration::from_secs(30), Duration::from_millis(200), || {
+        let info = sim.tool_ok(&["iblinkinfo"], 20);
+        (info.matches("Active/").count() == 12).then_some(())
+    })
+    .unwrap_or_else(|| panic!("link not back: {:#}", status(dir)));
+    assert!(status(dir)["unhealthy"].as_array().unwrap().is_empty());
 
     let st = sm.terminate();
     assert!(st.success(), "{st:?}");

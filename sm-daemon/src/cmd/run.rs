@@ -179,6 +179,9 @@ struct Report {
     /// Nodes that did not answer (GUID or where they are, description, what went
     /// unanswered): the subnet came up without them.
     unresponsive: Vec<sm_daemon::core::Unresponsive>,
+    /// Ports left out of the subnet because their link kept going down (node GUID, port,
+    /// why).
+    unhealthy_ports: Vec<sm_daemon::core::UnhealthyPort>,
 }
 
 impl Report {
@@ -234,6 +237,7 @@ impl Report {
             credit_loops: None,
             errors: r.errors.clone(),
             unresponsive: r.unresponsive.clone(),
+            unhealthy_ports: r.unhealthy_ports.clone(),
         }
     }
 }
@@ -294,6 +298,34 @@ fn load_topology(sim: &Path) -> anyhow::Result<Fabric> {
     Ok(sm_core::read_topology(sim)?.fabric)
 }
 
+/// Persists the unhealthy ports in the state directory; a failure is logged, not fatal (the
+/// list is kept in memory and written again at the next change).
+fn save_unhealthy(args: &Args, sm: &Sm) {
+    let Some(d) = &args.state_dir else { return };
+    let path = d.join(sm_daemon::ops::UNHEALTHY_FILE);
+    let written = std::fs::create_dir_all(d)
+        .and_then(|()| sm_daemon::ops::write_unhealthy(&path, &sm.unhealthy_ports()));
+    if let Err(e) = written {
+        tracing::error!(file = %path.display(), "unhealthy ports not saved: {e}");
+    }
+}
+
+/// Acts on what admins asked through the status socket.
+fn run_commands(ops: &mut Option<OpsHook>, sm: &mut Sm, now: sm_daemon::core::Instant) {
+    let Some(o) = ops else { return };
+    let commands = match o.shared.lock() {
+        Ok(mut x) => x.take_commands(),
+        Err(_) => return,
+    };
+    for c in commands {
+        match c {
+            sm_daemon::ops::Command::Clear { node, port } => {
+                sm.clear_unhealthy(now, node, port);
+            }
+        }
+    }
+}
+
 fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
     if let Some(d) = &args.state_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -327,6 +359,7 @@ fn serve(
                 ops_event(ops, &driver.sm, &e);
                 match e {
                     Event::LidsChanged => save_lids(args, &driver.sm)?,
+                    Event::HealthChanged => save_unhealthy(args, &driver.sm),
                     Event::SweepDone(_) => write_dumps_serving(dumps, &driver.sm, false),
                     _ => {}
                 }
@@ -334,6 +367,12 @@ fn serve(
             if let Some(o) = ops {
                 o.tick(&driver.sm);
             }
+            let vnow = driver.now();
+            run_commands(
+                ops,
+                &mut driver.sm,
+                sm_daemon::core::Instant::from_nanos(vnow),
+            );
             // At least every 100 ms, for the status and metrics.
             let next = driver
                 .next_deadline()
@@ -516,11 +555,25 @@ impl OpsHook {
         }
         let ops = Ops::new(priority, events.as_deref())?;
         let shared = Arc::new(Mutex::new(ops));
-        let servers = sm_daemon::ops::serve(Arc::clone(&shared), listen, socket.as_deref())?;
+        // The SM runs without what cannot be served (a port or socket in use), loudly.
+        let mut want = (listen, socket.clone());
+        let servers = loop {
+            match sm_daemon::ops::serve(Arc::clone(&shared), want.0, want.1.as_deref()) {
+                Ok(s) => break s,
+                Err(e) => {
+                    tracing::error!("{e}; running without it");
+                    match e {
+                        sm_daemon::ops::ServeError::Metrics { .. } => want.0 = None,
+                        sm_daemon::ops::ServeError::Socket { .. } => want.1 = None,
+                        _ => return Err(e.into()),
+                    }
+                }
+            }
+        };
         if let Some(a) = servers.metrics_addr {
             tracing::info!("metrics at http://{a}/metrics");
         }
-        if let Some(p) = &socket {
+        if let Some(p) = &want.1 {
             tracing::info!(socket = %p.display(), "status socket");
         }
         Ok(Some(OpsHook {
@@ -600,6 +653,12 @@ fn setup(
     };
     p.smp_timeout = std::time::Duration::from_millis(ms);
     p.stopwatch = Some(monotonic_ns);
+    if let Some(d) = &args.state_dir {
+        p.unhealthy = sm_daemon::ops::read_unhealthy(&d.join(sm_daemon::ops::UNHEALTHY_FILE))?;
+        for u in &p.unhealthy {
+            tracing::info!(node = %u.node, port = u.port, reason = %u.reason, "unhealthy port kept out");
+        }
+    }
     let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
     let listen = args.metrics.or(s.metrics.listen);
     let ops = OpsHook::start(args, listen, &s.status, p.sm_priority)?;
@@ -762,11 +821,15 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     let mut last = None;
     let mut marks = Marks::default();
     while let Some(e) = driver.run_until(deadline.saturating_sub(driver.now()), |e| {
-        matches!(e, Event::SweepDone(_) | Event::LidsChanged)
+        matches!(
+            e,
+            Event::SweepDone(_) | Event::LidsChanged | Event::HealthChanged
+        )
     }) {
         ops_event(&mut ops, &driver.sm, &e);
         match e {
             Event::LidsChanged => save_lids(&args, &driver.sm)?,
+            Event::HealthChanged => save_unhealthy(&args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(&mut dumps, &driver.sm)?;
                 let up = r.subnet_up;
@@ -805,10 +868,14 @@ fn replay(
 ) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     while let Some(e) = driver.run_until(limit.saturating_sub(driver.now()), |e| {
-        matches!(e, Event::SweepDone(_) | Event::LidsChanged)
+        matches!(
+            e,
+            Event::SweepDone(_) | Event::LidsChanged | Event::HealthChanged
+        )
     }) {
         match e {
             Event::LidsChanged => save_lids(args, &driver.sm)?,
+            Event::HealthChanged => save_unhealthy(args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(dumps, &driver.sm)?;
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
@@ -979,10 +1046,12 @@ fn drive_umad(
         if let Some(o) = ops.as_mut() {
             o.tick(&sm);
         }
+        run_commands(ops, &mut sm, now());
         while let Some(e) = sm.poll_event() {
             ops_event(ops, &sm, &e);
             match e {
                 Event::LidsChanged => save_lids(args, &sm)?,
+                Event::HealthChanged => save_unhealthy(args, &sm),
                 Event::SweepDone(r) => {
                     if serving {
                         write_dumps_serving(dumps, &sm, false);

@@ -12,7 +12,8 @@ use sm_daemon::ops::{PortRow, Status, request};
 #[command(after_help = "Examples:
   ibsm status --state-dir /var/cache/ibsm
   ibsm status --config /etc/ibsm.toml --json
-  ibsm ports --socket /run/ibsm.sock --down")]
+  ibsm ports --socket /run/ibsm.sock --down
+  ibsm ports --state-dir /var/cache/ibsm --clear 0x0002c90300001234:5")]
 pub(crate) struct Args {
     /// The SM's status socket. Default: the configuration's [status] socket, else
     /// ibsm.sock in the state directory.
@@ -30,6 +31,12 @@ pub(crate) struct Args {
     /// `ports` only: list only ports whose link is not ACTIVE.
     #[arg(long)]
     down: bool,
+    /// `ports` only: list only unhealthy ports, with why.
+    #[arg(long)]
+    unhealthy: bool,
+    /// `ports` only: take an unhealthy port back into the subnet (`0xGUID:PORT`).
+    #[arg(long, value_name = "GUID:PORT")]
+    clear: Option<String>,
 }
 
 fn socket(a: &Args) -> anyhow::Result<PathBuf> {
@@ -148,6 +155,9 @@ pub(crate) fn status(a: Args) -> anyhow::Result<()> {
     for u in &s.unresponsive {
         row("unresponsive", format!("{} \"{}\"", u.node, u.description));
     }
+    for u in &s.unhealthy {
+        row("unhealthy", format!("{}:{} {}", u.node, u.port, u.reason));
+    }
     print!("{out}");
     if !s.recent_events.is_empty() {
         println!("recent events:");
@@ -159,6 +169,25 @@ pub(crate) fn status(a: Args) -> anyhow::Result<()> {
 }
 
 pub(crate) fn ports(a: Args) -> anyhow::Result<()> {
+    if let Some(p) = &a.clear {
+        if sm_daemon::ops::parse_port(p).is_none() {
+            bail!("--clear {p}: expected 0xGUID:PORT");
+        }
+        ask(&a, &format!("{} {p}", request::CLEAR))?;
+        println!("{p}: cleared; the SM sweeps to take its link back");
+        return Ok(());
+    }
+    if a.unhealthy {
+        let s: Status = serde_json::from_str(&ask(&a, request::STATUS)?)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&s.unhealthy)?);
+        } else {
+            for u in &s.unhealthy {
+                println!("{}:{}  {}", u.node, u.port, u.reason);
+            }
+        }
+        return Ok(());
+    }
     let text = ask(&a, request::PORTS)?;
     let mut rows: Vec<PortRow> = serde_json::from_str(&text).context("the ports answer")?;
     if a.down {

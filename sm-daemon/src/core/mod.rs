@@ -24,6 +24,7 @@
 
 mod discover;
 mod election;
+pub mod health;
 mod mcast;
 mod model;
 mod plan;
@@ -55,6 +56,7 @@ use crate::sa::{self, Requester, SaConfig};
 pub use discover::DiscoverError;
 pub use election::RemoteSm;
 use election::{Action, Ask, Decision, Election};
+pub use health::{HealthConfig, UnhealthyPort};
 use mcast::{McastSet, McastState, SyncInput};
 pub use model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 pub use plan::{Moved, Plan, PlanError, Repaired, TableBlock, plan};
@@ -122,6 +124,10 @@ pub struct Params {
     /// Give every port a fresh LID on the first sweep instead of the one it holds
     /// (OpenSM's `reassign_lids`; the daemon then does not load `guid2lid` either).
     pub reassign_lids: bool,
+    /// When a port is unhealthy (see [`health`]).
+    pub health: HealthConfig,
+    /// Ports unhealthy at start (the daemon's persisted list).
+    pub unhealthy: Vec<UnhealthyPort>,
 }
 
 impl Default for Params {
@@ -156,6 +162,8 @@ impl Default for Params {
             m_key_lease_period: 0,
             force_link_speed: 15,
             reassign_lids: false,
+            health: HealthConfig::default(),
+            unhealthy: Vec::new(),
         }
     }
 }
@@ -176,6 +184,8 @@ pub enum Event {
     },
     /// The LID store changed and should be persisted.
     LidsChanged,
+    /// The unhealthy ports changed ([`Sm::unhealthy_ports`]) and should be persisted.
+    HealthChanged,
 }
 
 /// Why an SMP is in flight.
@@ -414,6 +424,7 @@ pub struct Sm {
     sa: sa::Server,
     mcast: McastState,
     election: Election,
+    health: health::Health,
 }
 
 impl Sm {
@@ -423,6 +434,7 @@ impl Sm {
             reqs: Requests::new(p.max_outstanding, p.smp_timeout),
             sa: sa::Server::new(p.sa),
             election: Election::new(p.sm_priority, p.sm_key, p.poll_interval, p.poll_retries),
+            health: health::Health::new(p.health, &p.unhealthy),
             p,
             timers: TimerTable::default(),
             queue: VecDeque::new(),
@@ -444,6 +456,24 @@ impl Sm {
             up: false,
             mcast: McastState::default(),
         }
+    }
+
+    /// Ports taken out of the subnet because their link kept going down.
+    pub fn unhealthy_ports(&self) -> Vec<UnhealthyPort> {
+        self.health.list()
+    }
+
+    /// Takes an unhealthy port back (an admin fixed its cable): a heavy sweep brings its
+    /// link into the subnet again. False when the port was not unhealthy.
+    pub fn clear_unhealthy(&mut self, now: Instant, node: Guid, port: u8) -> bool {
+        if !self.health.clear(node, port) {
+            return false;
+        }
+        tracing::info!(%node, port, "unhealthy mark cleared; sweeping");
+        self.events.push_back(Event::HealthChanged);
+        self.trigger = Some(format!("{node}[{port}] cleared"));
+        self.request_sweep(now, true);
+        true
     }
 
     /// Starts the first heavy sweep.
@@ -960,6 +990,46 @@ impl Sm {
         }
     }
 
+    /// Unhealthy ports' links are taken out of the model discovery found: not routed
+    /// over, not brought to ACTIVE.
+    fn leave_out_unhealthy(&mut self) {
+        if self.health.is_empty() {
+            return;
+        }
+        let Some(model) = self.model.as_mut() else {
+            return;
+        };
+        let out: Vec<PortIdx> = model
+            .fabric
+            .ports()
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                p.remote.is_some()
+                    && self
+                        .health
+                        .is_unhealthy(model.fabric.node(p.node).guid, p.num)
+            })
+            .map(|(i, _)| PortIdx(i as u32))
+            .collect();
+        if out.is_empty() {
+            return;
+        }
+        let m = Arc::make_mut(model);
+        for q in out {
+            if let Some(r) = m.fabric.port(q).remote {
+                tracing::debug!(port = ?q, "unhealthy link left out");
+                m.former_peers.insert(q, r);
+                m.former_peers.insert(r, q);
+                m.fabric.disconnect(q);
+            }
+        }
+        let reached = m.reconnect();
+        for &n in &reached.gone {
+            tracing::info!(node = %m.fabric.node(n).guid, "cut off by an unhealthy link");
+        }
+    }
+
     /// Nodes never reached are left alone for more sweeps each time they stay silent;
     /// those that answered are forgiven.
     fn back_off(&mut self, missing: &[Missing]) {
@@ -986,6 +1056,7 @@ impl Sm {
     }
 
     fn plan_and_program(&mut self, now: Instant) {
+        self.leave_out_unhealthy();
         let Some(m) = &self.model else { return };
         let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref());
         let new = match planned {
@@ -1161,6 +1232,7 @@ impl Sm {
     fn finish(&mut self, now: Instant) {
         let counts = self.reqs.counts - self.sweep.counts_at;
         self.sweep.report.unresponsive = self.unresponsive_report();
+        self.sweep.report.unhealthy_ports = self.health.list();
         let r = &mut self.sweep.report;
         r.take_counts(counts);
         r.sweep_ns = (now - self.sweep.started_at).as_nanos() as u64;
@@ -1572,6 +1644,7 @@ impl Sm {
                 reset,
             } => (changes, ports, reset),
         };
+        let (changes, ports) = self.screen(now, changes, ports);
         let (Some(model), Some(prev)) = (self.model.as_mut(), self.plan.clone()) else {
             return self.begin_heavy(now);
         };
@@ -1681,6 +1754,49 @@ impl Sm {
         };
         self.plan = Some(Arc::new(new));
         self.phase = Phase::Program(Programming::repair(scope));
+    }
+
+    /// Counts the links a repair found down as flaps, and drops links coming back at
+    /// unhealthy ports: they stay out of the subnet.
+    fn screen(
+        &mut self,
+        now: Instant,
+        changes: Vec<repair::LinkChange>,
+        mut ports: Vec<PortIdx>,
+    ) -> (Vec<repair::LinkChange>, Vec<PortIdx>) {
+        let Some(m) = self.model.as_deref() else {
+            return (changes, ports);
+        };
+        let id = |q: PortIdx| {
+            let p = m.fabric.port(q);
+            (m.fabric.node(p.node).guid, p.num)
+        };
+        let mut kept = Vec::with_capacity(changes.len());
+        let mut muted = std::collections::BTreeSet::new();
+        let mut newly = false;
+        for c in changes {
+            match c {
+                repair::LinkChange::Down(a, b) => {
+                    newly |= self.health.link_down(now, id(a), id(b));
+                    kept.push(c);
+                }
+                repair::LinkChange::Up(a, b) => {
+                    let (x, y) = (id(a), id(b));
+                    if self.health.is_unhealthy(x.0, x.1) || self.health.is_unhealthy(y.0, y.1) {
+                        tracing::debug!(node = %x.0, port = x.1, "unhealthy link up again; left out");
+                        muted.insert(a);
+                        muted.insert(b);
+                    } else {
+                        kept.push(c);
+                    }
+                }
+            }
+        }
+        ports.retain(|q| !muted.contains(q));
+        if newly {
+            self.events.push_back(Event::HealthChanged);
+        }
+        (kept, ports)
     }
 
     /// Get or Set(SMInfo) from another SM: acted on, and answered with our SMInfo.

@@ -86,6 +86,8 @@ pub struct SweepReport {
     /// Nodes that did not answer: the subnet is up without them, and later sweeps try
     /// them again.
     pub unresponsive: Vec<Unresponsive>,
+    /// Ports taken out of the subnet because their link kept going down.
+    pub unhealthy_ports: Vec<super::UnhealthyPort>,
     /// "master", or "standby" when the election left the subnet to another SM.
     pub sm_state: String,
     /// PortInfo Sets that asked a port's SA clients to register again (a new master's

@@ -1,0 +1,125 @@
+//! Port health in the simulated fabric: a link that keeps flapping is taken out of the
+//! subnet (not routed over, left in INIT), its later flaps move nothing and start no heavy
+//! sweep, the port list survives in the report, and clearing the port brings the link back.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use sm_core::NodeKind;
+use sm_core::fabric::{Fabric, PortIdx};
+use sm_core::generate::{GenSpec, generate};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Event, HealthConfig, Params};
+use sm_daemon::transport::sim::SimDriver;
+use sm_mad::port_info::PortState;
+use sm_sim::{Fault, SimConfig};
+use support::{all_pairs_delivered, run_watching};
+
+const MS: u64 = 1_000_000;
+
+fn fabric() -> Fabric {
+    generate(&serde_json::from_str::<GenSpec>(r#"{"family":"fat-tree2","radix":8}"#).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
+    let f = fabric();
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let params = Params {
+        health: HealthConfig {
+            link_flaps: 3,
+            flap_window: Duration::from_secs(10),
+        },
+        ..Params::default()
+    };
+    let mut d = SimDriver::new(&f, sm, params, LidStore::new(), SimConfig::default());
+    d.start();
+    d.run_until(
+        60_000 * MS,
+        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
+    )
+    .expect("subnet up");
+    let (a, b): (PortIdx, PortIdx) = f
+        .links()
+        .find(|&(a, b)| {
+            f.node(f.port(a).node).kind == NodeKind::Switch
+                && f.node(f.port(b).node).kind == NodeKind::Switch
+        })
+        .unwrap();
+    let (ga, na) = (f.node(f.port(a).node).guid, f.port(a).num);
+    let (gb, nb) = (f.node(f.port(b).node).guid, f.port(b).num);
+    // Six times down for 10 ms, every 40 ms.
+    let now = d.now();
+    d.sim
+        .schedule_fault(
+            now,
+            Fault::Flap {
+                port: a,
+                period: 40 * MS,
+                count: 6,
+                down: Some(10 * MS),
+            },
+        )
+        .unwrap();
+    let sweeps = run_watching(&mut d, 600 * MS, |_| {});
+    assert!(sweeps.iter().all(|r| !r.heavy), "no heavy sweep for flaps");
+    let bad = d.sm.unhealthy_ports();
+    let ids: Vec<_> = bad.iter().map(|u| (u.node, u.port)).collect();
+    assert_eq!(ids.len(), 2, "{bad:?}");
+    assert!(
+        ids.contains(&(ga, na)) && ids.contains(&(gb, nb)),
+        "{bad:?}"
+    );
+    assert!(bad[0].reason.contains("3 times"), "{bad:?}");
+    // The report says so, and once unhealthy, the later flaps moved nothing.
+    let last = sweeps.last().unwrap();
+    assert_eq!(last.unhealthy_ports.len(), 2);
+    let marked = sweeps
+        .iter()
+        .position(|r| !r.unhealthy_ports.is_empty())
+        .unwrap();
+    for r in &sweeps[marked + 1..] {
+        assert_eq!(r.lft_entries_moved, 0, "{}: {}", r.trigger, r.reroute);
+    }
+    // Up again physically, but left out: not ACTIVE, no route leaves through it.
+    assert_ne!(d.sim.port(a).info.port_state, PortState::Down);
+    assert_ne!(d.sim.port(a).info.port_state, PortState::Active);
+    let lft = &d.sim.node(f.port(a).node).switch.as_ref().unwrap().lft;
+    assert!(
+        !lft.contains(&na),
+        "a route still leaves through the unhealthy port"
+    );
+    all_pairs_delivered(&d, "with the link left out");
+
+    // A heavy sweep keeps it out.
+    let now = sm_daemon::core::Instant::from_nanos(d.now());
+    d.sm.request_sweep(now, true);
+    let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+    assert!(sweeps.iter().any(|r| r.heavy && r.subnet_up));
+    assert_ne!(d.sim.port(a).info.port_state, PortState::Active);
+
+    // Cleared: back in the subnet.
+    assert!(d.sm.clear_unhealthy(now, ga, na));
+    assert!(!d.sm.clear_unhealthy(now, ga, na), "already cleared");
+    let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+    assert!(sweeps.iter().any(|r| r.heavy && r.subnet_up));
+    assert_eq!(
+        d.sm.unhealthy_ports().len(),
+        1,
+        "the other end stays until cleared"
+    );
+    assert!(d.sm.clear_unhealthy(now, gb, nb));
+    let _ = run_watching(&mut d, 300 * MS, |_| {});
+    assert!(d.sm.unhealthy_ports().is_empty());
+    assert_eq!(d.sim.port(a).info.port_state, PortState::Active);
+    assert_eq!(d.sim.port(b).info.port_state, PortState::Active);
+    all_pairs_delivered(&d, "after clearing");
+}
