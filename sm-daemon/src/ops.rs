@@ -28,6 +28,9 @@ use sm_mad::{Guid, attr::SaAttrId};
 
 use crate::core::{Sm, SweepReport};
 
+/// A sweep's plan and model, shared with the SM.
+type Snapshot = (Arc<crate::core::Plan>, Option<Arc<crate::core::Discovered>>);
+
 /// Events kept for `ibsm status`.
 const RECENT_EVENTS: usize = 64;
 
@@ -302,7 +305,8 @@ impl Shape {
 pub struct Ops {
     metrics: Metrics,
     status: Status,
-    ports: Vec<PortRow>,
+    /// The last sweep's plan and model, for the port list (computed when asked).
+    snapshot: Option<Snapshot>,
     events: VecDeque<FabricEvent>,
     shape: Option<Shape>,
     event_log: Option<(PathBuf, std::fs::File)>,
@@ -345,7 +349,7 @@ impl Ops {
                 sm_state: state_name(SmState::NotActive).into(),
                 ..Status::default()
             },
-            ports: Vec::new(),
+            snapshot: None,
             events: VecDeque::new(),
             shape: None,
             event_log,
@@ -483,7 +487,7 @@ impl Ops {
                 self.changes(&old, &shape);
             }
             self.shape = Some(shape);
-            self.ports = port_rows(&plan.fabric, model);
+            self.snapshot = sm.snapshot();
         }
     }
 
@@ -537,8 +541,11 @@ impl Ops {
     }
 
     /// Every port of the last sweep's fabric.
-    pub fn ports(&self) -> &[PortRow] {
-        &self.ports
+    pub fn ports(&self) -> Vec<PortRow> {
+        self.snapshot
+            .as_ref()
+            .map(|(plan, model)| port_rows(&plan.fabric, model.as_deref()))
+            .unwrap_or_default()
     }
 
     /// The metrics in the OpenMetrics text format.
@@ -770,13 +777,41 @@ fn error_json(what: String) -> String {
     serde_json::json!({ "error": what }).to_string()
 }
 
+/// What a request needs, taken under the lock; [`Reply::text`] encodes it after.
+pub enum Reply {
+    Text(String),
+    /// The port list, computed from a snapshot without holding the lock.
+    Ports(Option<Snapshot>),
+}
+
+impl Reply {
+    pub fn text(self) -> String {
+        match self {
+            Reply::Text(t) => t,
+            Reply::Ports(snap) => {
+                let rows = snap
+                    .map(|(plan, model)| port_rows(&plan.fabric, model.as_deref()))
+                    .unwrap_or_default();
+                serde_json::to_string(&rows).unwrap_or_else(|e| error_json(e.to_string()))
+            }
+        }
+    }
+}
+
 /// The answer to one line on the status socket: JSON, or `{"error": ...}`.
 pub fn answer(ops: &mut Ops, line: &str) -> String {
+    reply(ops, line).text()
+}
+
+/// What to answer one line with (see [`answer`]); quick, for use under the lock.
+pub fn reply(ops: &mut Ops, line: &str) -> Reply {
     let line = line.trim();
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+    if word == request::PORTS {
+        return Reply::Ports(ops.snapshot.clone());
+    }
     let r = match word {
         request::STATUS => serde_json::to_string_pretty(&ops.status()),
-        request::PORTS => serde_json::to_string_pretty(ops.ports()),
         request::CLEAR => Ok(match parse_port(rest) {
             Some((node, port)) => {
                 let known = ops
@@ -795,7 +830,7 @@ pub fn answer(ops: &mut Ops, line: &str) -> String {
         }),
         other => Ok(error_json(format!("unknown request \"{other}\""))),
     };
-    r.unwrap_or_else(|e| error_json(e.to_string()))
+    Reply::Text(r.unwrap_or_else(|e| error_json(e.to_string())))
 }
 
 async fn socket_loop(l: tokio::net::UnixListener, ops: Arc<Mutex<Ops>>) {
@@ -816,10 +851,11 @@ async fn socket_loop(l: tokio::net::UnixListener, ops: Arc<Mutex<Ops>>) {
             if !matches!(read, Ok(Ok(_))) {
                 return;
             }
-            let text = match ops.lock() {
-                Ok(mut o) => answer(&mut o, &line),
+            let r = match ops.lock() {
+                Ok(mut o) => reply(&mut o, &line),
                 Err(_) => return,
             };
+            let text = r.text();
             let _ = wr.write_all(text.as_bytes()).await;
             let _ = wr.write_all(b"\n").await;
             let _ = wr.shutdown().await;

@@ -495,6 +495,12 @@ impl Sm {
         }
     }
 
+    /// The plan and the model as shared snapshots (cheap to keep: the SM copies on write),
+    /// for readers on other threads.
+    pub fn snapshot(&self) -> Option<(Arc<Plan>, Option<Arc<Discovered>>)> {
+        Some((Arc::clone(self.plan.as_ref()?), self.model.clone()))
+    }
+
     /// The LID store (persist it on `Event::LidsChanged` and at shutdown).
     pub fn lid_store(&self) -> &LidStore {
         &self.lids
