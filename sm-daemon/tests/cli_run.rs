@@ -38,6 +38,47 @@ fn run_once_on_the_bundled_fabric_reports_json() {
 }
 
 #[test]
+fn text_reports_are_for_people_and_the_engine_flag_reads_either_way() {
+    let out = succeed(ibsm().args([
+        "run",
+        "--sim",
+        "--once",
+        "--engine",
+        "minhop",
+        "--no-check",
+        "--report",
+        "text",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix("  "))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("no {key} in\n{text}"))
+    };
+    assert_eq!(value("subnet_up"), "yes");
+    assert_eq!(value("engine_used"), "minhop", "--engine is --routing");
+    assert_eq!(value("master_guid"), "-");
+    assert_eq!(
+        value("unreachable_pairs"),
+        "-",
+        "--no-check skips the check"
+    );
+    assert!(value("sweep_ms").ends_with(" ms"), "{text}");
+    assert!(
+        value("mads_sent").contains(','),
+        "thousands grouped: {text}"
+    );
+    assert!(!text.contains('"'), "no JSON quoting: {text}");
+    // Values start in one column.
+    let cols: std::collections::BTreeSet<usize> = text
+        .lines()
+        .map(|l| l.find("  ").unwrap() + l[l.find("  ").unwrap()..].find(|c| c != ' ').unwrap())
+        .collect();
+    assert_eq!(cols.len(), 1, "{text}");
+}
+
+#[test]
 fn bad_arguments_are_clear_errors() {
     let out = ibsm()
         .args(["run", "--sim", "--once", "--routing", "nosuch"])

@@ -532,10 +532,10 @@ fn traps_reroute_around_a_link_and_back() {
     };
     let before = exit_port(&trace(&sim));
     let repairs = count("repaired");
-    let traps = count("trap_number=128");
+    let traps = count("trap 128 (LinkStateChange) from \"sw-");
 
     sim.console(&format!("Unlink \"sw-a\"[{before}]"));
-    wait_for("trap_number=128", traps + 1);
+    wait_for("trap 128 (LinkStateChange) from \"sw-", traps + 1);
     // Not a heavy sweep: a repair of what the traps are about.
     wait_for("repaired", repairs + 1);
     assert_eq!(
@@ -554,9 +554,9 @@ fn traps_reroute_around_a_link_and_back() {
     assert_ne!(detour, before, "still routed over the unlinked port");
 
     let repairs = count("repaired");
-    let traps = count("trap_number=128");
+    let traps = count("trap 128 (LinkStateChange) from \"sw-");
     sim.console(&format!("ReLink \"sw-a\"[{before}]"));
-    wait_for("trap_number=128", traps + 1);
+    wait_for("trap 128 (LinkStateChange) from \"sw-", traps + 1);
     wait_for("repaired", repairs + 1);
     // Back to the original path, every link ACTIVE again.
     poll(Duration::from_secs(10), Duration::from_millis(50), || {

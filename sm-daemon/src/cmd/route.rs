@@ -35,7 +35,13 @@ pub(crate) struct Args {
     topo: PathBuf,
     /// Routing engine, or a comma-separated chain tried in order (minhop, updn, ftree,
     /// layered; auto = ftree on a clean fat-tree, layered otherwise).
-    #[arg(long, short = 'e', value_name = "E[,E..]", default_value = "auto")]
+    #[arg(
+        long,
+        short = 'e',
+        alias = "routing",
+        value_name = "E[,E..]",
+        default_value = "auto"
+    )]
     engine: String,
     /// LMC for assigned LIDs: 2^LMC LIDs per CA port (default 0).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=7))]

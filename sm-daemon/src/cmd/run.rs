@@ -64,8 +64,9 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Routing engine chain, e.g. `ftree,updn,minhop` (default: the configuration's, else
-    /// auto: ftree on a clean fat-tree, layered on anything else).
-    #[arg(long)]
+    /// auto: ftree on a clean fat-tree, layered on anything else). `--engine` is the same
+    /// (as in `ibsm route`).
+    #[arg(long, alias = "engine")]
     routing: Option<String>,
     /// LMC: 2^LMC LIDs per CA port (default 0).
     #[arg(long)]
@@ -88,6 +89,11 @@ pub(crate) struct Args {
     /// configuration's [metrics] listen.
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
+    /// --sim: skip the all-pairs delivery check at exit (it traces every CA pair through
+    /// the programmed fabric: seconds on tens of thousands of hosts); the report then has
+    /// no `unreachable_pairs`.
+    #[arg(long)]
+    no_check: bool,
     /// Seed of the simulated fabric's fault injection.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -469,6 +475,62 @@ fn credit_loops_in_tables(sm: &Sm) -> Option<u64> {
     Some(sm_routing::validate(&topo, &plan.to_routes(), &opts).credit_loops)
 }
 
+/// An integer with thousands separators.
+fn grouped(n: i128) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+/// One value of the report as people read it: no quotes, `-` for nothing, durations in ms
+/// with one decimal, counts grouped by thousands.
+fn text_value(key: &str, v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Null => "-".into(),
+        Value::Bool(b) => if *b { "yes" } else { "no" }.into(),
+        Value::String(s) if s.is_empty() => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) if key.ends_with("_ms") => format!("{} ms", grouped(i.into())),
+            (Some(i), _) => grouped(i.into()),
+            (None, Some(f)) if key.ends_with("_ms") => format!("{f:.1} ms"),
+            (None, Some(f)) => format!("{f:.3}"),
+            _ => n.to_string(),
+        },
+        Value::Array(a) if a.is_empty() => "none".into(),
+        Value::Array(a) => a
+            .iter()
+            .map(|x| text_value("", x))
+            .collect::<Vec<_>>()
+            .join("; "),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, x)| format!("{k}={}", text_value(k, x)))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// A report as aligned `key  value` lines.
+fn text_report(v: &serde_json::Value) -> String {
+    let serde_json::Value::Object(m) = v else {
+        return format!("{v}\n");
+    };
+    let width = m.keys().map(String::len).max().unwrap_or(0);
+    let mut out = String::new();
+    for (k, x) in m {
+        out.push_str(&format!("{k:<width$}  {}\n", text_value(k, x)));
+    }
+    out
+}
+
 /// Checks the options both transports share.
 fn check_args(args: &Args) -> anyhow::Result<()> {
     if let Some(l) = args.lmc {
@@ -720,14 +782,7 @@ fn finish(
     match args.report.as_deref() {
         None => {}
         Some("json") => println!("{}", serde_json::to_string_pretty(&report)?),
-        Some("text") => {
-            let v = serde_json::to_value(&report)?;
-            if let serde_json::Value::Object(m) = v {
-                for (k, v) in m {
-                    println!("{k:<16} {v}");
-                }
-            }
-        }
+        Some("text") => print!("{}", text_report(&serde_json::to_value(&report)?)),
         Some(other) => bail!("--report {other}: expected text or json"),
     }
     let standby = r.sm_state == "standby";
@@ -852,9 +907,22 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         // Then the SM keeps sweeping, paced by the wall clock, until told to stop.
         serve(&args, &rt, &mut hup, &mut driver, &mut dumps, &mut ops)?;
     }
-    let t = Instant::now();
-    marks.unreachable = Some(unreachable_traced(&driver));
-    marks.check_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+    if !args.no_check {
+        let t = Instant::now();
+        let cas = driver.sm.fabric().map_or(0, |f| f.cas().count());
+        if cas > 2_000 {
+            tracing::info!(
+                cas,
+                "checking that every CA pair is delivered through the programmed fabric \
+                 (--no-check skips it)"
+            );
+        }
+        marks.unreachable = Some(unreachable_traced(&driver));
+        marks.check_ms = Some(t.elapsed().as_secs_f64() * 1e3);
+        if cas > 2_000 {
+            tracing::info!(check_ms = marks.check_ms, "all-pairs check done");
+        }
+    }
     finish(&args, &driver.sm, &mut dumps, last, wall, true, marks)
 }
 
@@ -894,8 +962,11 @@ fn replay(
     match args.report.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
         Some(_) => {
-            for r in &reports {
-                println!("{}", serde_json::to_string(r)?);
+            for (i, r) in reports.iter().enumerate() {
+                if i > 0 {
+                    println!();
+                }
+                print!("{}", text_report(&serde_json::to_value(r)?));
             }
         }
         None => {}

@@ -1548,7 +1548,35 @@ impl Sm {
         if let Some((dlid, b)) = trap.repress {
             self.reqs.send_unsolicited(dlid, b);
         }
-        tracing::info!(issuer = %slid, trap_number = trap.number, "trap");
+        {
+            // Named as an operator looks for it: the node, not only its LID.
+            let issuer = trap
+                .notice
+                .map(|n| n.issuer_lid)
+                .filter(|l| l.0 != 0)
+                .unwrap_or(slid);
+            let node = self.sa.db().and_then(|db| {
+                let f = &self.plan.as_ref()?.fabric;
+                let q = db.port_by_lid(issuer)?;
+                let n = f.node(f.port(q).node);
+                Some((n.guid, n.description.clone()))
+            });
+            let name = notice::trap::name(trap.number).unwrap_or("vendor or unknown");
+            match node {
+                Some((guid, desc)) => tracing::info!(
+                    trap = trap.number,
+                    "trap {} ({name}) from \"{desc}\" {guid} (LID {})",
+                    trap.number,
+                    issuer.0
+                ),
+                None => tracing::info!(
+                    trap = trap.number,
+                    "trap {} ({name}) from LID {}",
+                    trap.number,
+                    issuer.0
+                ),
+            }
+        }
         if let Some(n) = trap.notice {
             self.sa.report_trap(now, slid, s.tid, n);
         }
