@@ -111,6 +111,8 @@ pub struct Status {
     pub smps_retried: u64,
     pub smps_lost: u64,
     pub sa_queries: u64,
+    /// The outcome of the last configuration reload (SIGHUP), if any.
+    pub last_reload: Option<String>,
     pub recent_events: Vec<FabricEvent>,
 }
 
@@ -426,6 +428,12 @@ impl Ops {
         if let Some(r) = report {
             self.sweep_done(sm, r);
         }
+    }
+
+    /// The configuration was read again, with this outcome.
+    pub fn reloaded(&mut self, outcome: String) {
+        self.event("config_reload", outcome.clone());
+        self.status.last_reload = Some(outcome);
     }
 
     /// A trap arrived.

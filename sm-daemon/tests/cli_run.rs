@@ -260,7 +260,7 @@ fn signal(child: &std::process::Child, sig: &str) {
 }
 
 #[test]
-fn sighup_is_logged_and_ignored() {
+fn sighup_without_a_config_file_is_logged_and_changes_nothing() {
     let mut child = ibsm()
         .args(["run", "--sim"])
         .env("RUST_LOG", "info")
@@ -271,7 +271,7 @@ fn sighup_is_logged_and_ignored() {
     wait_for(&mut lines, "sweeping until SIGINT/SIGTERM");
     for _ in 0..2 {
         signal(&child, "-HUP");
-        wait_for(&mut lines, "SIGHUP received and ignored");
+        wait_for(&mut lines, "SIGHUP: no --config to read again");
     }
     // Still serving: it answers SIGUSR1 (a warning, no dumps asked for).
     signal(&child, "-USR1");

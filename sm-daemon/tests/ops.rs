@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{BufRead, BufReader, Write};
 use std::sync::{Arc, Mutex};
 
@@ -221,4 +223,57 @@ fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
     drop(servers);
     assert!(!path.exists(), "the socket goes with the servers");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_reload_applies_partitions_with_only_their_blocks_and_names_what_needs_a_restart() {
+    let f = fabric();
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let mut d = SimDriver::new(
+        &f,
+        sm,
+        Params::default(),
+        LidStore::new(),
+        SimConfig::default(),
+    );
+    d.start();
+    let mut ops = Ops::new(0, None).unwrap();
+    run(&mut d, &mut ops, 2_000 * MS);
+    let parts = sm_core::partitions::Partitions::parse(
+        "Default=0x7fff : ALL, SELF=full ;\nStorage=0x0010 : ALL=full ;\n",
+        std::path::Path::new("reload.conf"),
+    )
+    .unwrap();
+    let new = Params {
+        partitions: parts,
+        lmc: 2,
+        ..Params::default()
+    };
+    let now = sm_daemon::core::Instant::from_nanos(d.now());
+    let r = d.sm.reconfigure(now, &new);
+    assert_eq!(r.applied, ["partitions"]);
+    assert_eq!(r.needs_restart, ["sm.lmc"]);
+    let sweeps = support::run_watching(&mut d, 500 * MS, |_| {});
+    let heavy = sweeps
+        .iter()
+        .find(|r| r.heavy)
+        .expect("a sweep for the reload");
+    assert!(heavy.subnet_up);
+    assert_eq!(heavy.trigger, "configuration reloaded");
+    assert!(heavy.pkey_blocks_sent > 0);
+    assert_eq!(heavy.lft_blocks_sent, 0, "routes did not change");
+    // Every CA port now holds the new partition's key.
+    for q in f.cas().flat_map(|n| f.node_ports(n)) {
+        if f.port(q).remote.is_some() {
+            let t = &d.sim.port(q).pkeys;
+            assert!(t.iter().any(|k| k.0 == 0x8010), "{:?}", f.port(q));
+        }
+    }
+    // The same again: nothing to apply, no sweep.
+    let r = d.sm.reconfigure(now, &new);
+    assert!(r.applied.is_empty());
 }

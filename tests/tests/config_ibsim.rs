@@ -1,6 +1,6 @@
 //! `ibsm run --umad` under ibsim, through the libumad2sim shim: `[sm] port_guid` picks the
-//! umad port by the port GUID the shim's sysfs shows (GID 0), and SIGHUP does not end the
-//! SM. Needs ibsim, libumad2sim and root, like the other ibsim tests.
+//! umad port by the port GUID the shim's sysfs shows (GID 0), and SIGHUP reads the
+//! configuration again: a new partition reaches the hosts, a bad file is refused. Needs ibsim, libumad2sim and root, like the other ibsim tests.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -108,35 +108,93 @@ fn port_guid_picks_the_umad_port() {
 }
 
 #[test]
-fn sighup_does_not_end_the_sm_on_a_umad_port() {
-    let (_dir, sim) = start("sighup");
-    let mut child = ibsm(&sim, &["run", "--umad"], 120)
+fn sighup_reloads_partitions_and_refuses_a_bad_file() {
+    let (dir, sim) = start("sighup");
+    let cfg = dir.path().join("ibsm.toml");
+    let write = |parts: &str| {
+        std::fs::write(
+            &cfg,
+            format!("[sm]\nstate_dir = \"state\"\nsmp_timeout_ms = 50\n{parts}"),
+        )
+        .unwrap()
+    };
+    write("");
+    let mut child = ibsm(&sim, &["run", "--umad", "--config", "ibsm.toml"], 120)
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut wait_for = |what: &str| {
         for l in lines.by_ref() {
-            if l.unwrap().contains(what) {
-                return;
+            let l = l.unwrap();
+            if l.contains(what) {
+                return l;
             }
         }
         panic!("ibsm ended before logging {what:?}");
     };
     wait_for("sweeping until SIGINT/SIGTERM");
-    // The child is `timeout`, which passes SIGHUP and SIGTERM on to ibsm.
+    // The child is `timeout`, which passes a signal on but then, with --kill-after, kills
+    // ibsm a few seconds later: SIGHUP goes to ibsm itself, found under it.
     let pid = child.id().to_string();
+    let mut sm_pid = pid.clone();
+    for _ in 0..4 {
+        let comm = std::fs::read_to_string(format!("/proc/{sm_pid}/comm")).unwrap_or_default();
+        if comm.starts_with("ibsm") {
+            break;
+        }
+        let out = Command::new("pgrep")
+            .args(["-P", &sm_pid])
+            .output()
+            .unwrap();
+        sm_pid = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+    }
     let kill = |sig: &str| {
+        let to = if sig == "-HUP" { &sm_pid } else { &pid };
         let ok = Command::new("kill")
-            .args([sig, &pid])
+            .args([sig, to])
             .status()
             .unwrap()
             .success();
-        assert!(ok, "kill {sig} {pid}");
+        assert!(ok, "kill {sig} {to}");
     };
+    let lid = LidStore::load(&dir.path().join("state/guid2lid"))
+        .unwrap()
+        .get(HCA2_PORT1)
+        .unwrap()
+        .base;
+    let pkeys = || sim.tool_ok(&["smpquery", "pkeys", &lid.0.to_string(), "1"], 20);
+    assert!(!pkeys().contains("0x8010"), "{}", pkeys());
+    // A new partition: read on SIGHUP, programmed without a restart.
+    write(
+        "[partitions]\ntext = \"\"\"\nDefault=0x7fff : ALL, SELF=full ;\n\
+         Storage=0x0010 : ALL=full ;\n\"\"\"\n",
+    );
     kill("-HUP");
-    wait_for("SIGHUP received and ignored");
+    let l = wait_for("SIGHUP: configuration read again");
+    assert!(l.contains("applied: partitions"), "{l}");
+    let got = ibsm_tests::poll(
+        std::time::Duration::from_secs(20),
+        std::time::Duration::from_millis(100),
+        || pkeys().contains("0x8010").then_some(()),
+    );
+    assert!(
+        got.is_some(),
+        "the new partition never reached host-2: {}",
+        pkeys()
+    );
+    // A file that does not read is refused with its line; the SM runs on as it was.
+    std::fs::write(&cfg, "[sm]\nsmp_timeout_ms = \"soon\"\n").unwrap();
+    kill("-HUP");
+    let l = wait_for("running configuration stays");
+    assert!(l.contains("ibsm.toml:2"), "{l}");
     assert!(child.try_wait().unwrap().is_none(), "SIGHUP ended the SM");
+    assert!(pkeys().contains("0x8010"));
     kill("-TERM");
     wait_for("shutting down");
     let status = child.wait().unwrap();

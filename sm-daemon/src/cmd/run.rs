@@ -390,7 +390,10 @@ fn serve(
                 _ = tokio::signal::ctrl_c() => break,
                 _ = term.recv() => break,
                 _ = usr1.recv() => dump_on_request(dumps, &driver.sm),
-                _ = hup.recv() => hangup_ignored(),
+                _ = hup.recv() => {
+                    let now = sm_daemon::core::Instant::from_nanos(driver.now());
+                    reload(args, &mut driver.sm, now, ops);
+                }
             }
         }
         tracing::info!("shutting down");
@@ -412,8 +415,62 @@ fn hangup_handler(rt: &Runtime) -> anyhow::Result<Signal> {
     signal(SignalKind::hangup()).context("installing SIGHUP handler")
 }
 
-fn hangup_ignored() {
-    tracing::info!("SIGHUP received and ignored: configuration reload is not built yet");
+/// SIGHUP: the configuration file read again (with the same flags over it) and what can
+/// change while running applied; a file that does not read is refused with its line, and
+/// the running configuration stays.
+fn reload(args: &Args, sm: &mut Sm, now: sm_daemon::core::Instant, ops: &mut Option<OpsHook>) {
+    let outcome = match reload_params(args) {
+        Err(e) => {
+            tracing::error!("SIGHUP: {e:#}; the running configuration stays");
+            format!("refused: {e:#}")
+        }
+        Ok(None) => {
+            tracing::info!("SIGHUP: no --config to read again");
+            "nothing to reload: no --config".into()
+        }
+        Ok(Some(p)) => {
+            let r = sm.reconfigure(now, &p);
+            for k in &r.needs_restart {
+                tracing::warn!("SIGHUP: {k} changed; it takes effect at the next start");
+            }
+            let msg = if r.applied.is_empty() {
+                "no change that applies while running".to_string()
+            } else {
+                format!("applied: {}", r.applied.join(", "))
+            };
+            tracing::info!("SIGHUP: configuration read again; {msg}");
+            if r.needs_restart.is_empty() {
+                msg
+            } else {
+                format!("{msg}; at the next start: {}", r.needs_restart.join(", "))
+            }
+        }
+    };
+    if let Some(o) = ops {
+        if let Ok(mut x) = o.shared.lock() {
+            x.reloaded(outcome);
+        }
+    }
+}
+
+/// The parameters of the configuration file read again, the run's flags over it.
+fn reload_params(args: &Args) -> anyhow::Result<Option<Params>> {
+    let Some(path) = &args.config else {
+        return Ok(None);
+    };
+    let mut cfg = Config::load(path)?;
+    if let Some(r) = &args.routing {
+        cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
+    }
+    if let Some(l) = args.lmc {
+        cfg.sm.lmc = l;
+    }
+    if let Some(p) = args.priority {
+        cfg.sm.sm_priority = p;
+    }
+    let s = sm_daemon::config::settings(&cfg, path)
+        .with_context(|| format!("configuration {}", path.display()))?;
+    Ok(Some(s.params))
 }
 
 /// After a heavy sweep: the dumps that changed.
@@ -1106,7 +1163,7 @@ fn drive_umad(
             match sig {
                 Sig::Stop => break 'run,
                 Sig::Dump => dump_on_request(dumps, &sm),
-                Sig::Hangup => hangup_ignored(),
+                Sig::Hangup => reload(args, &mut sm, now(), ops),
             }
         }
         flush(&mut sm, &mut dev);

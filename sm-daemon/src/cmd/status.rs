@@ -152,6 +152,9 @@ pub(crate) fn status(a: Args) -> anyhow::Result<()> {
         ),
     );
     row("SA queries", s.sa_queries.to_string());
+    if let Some(r) = &s.last_reload {
+        row("last reload", r.clone());
+    }
     for u in &s.unresponsive {
         row("unresponsive", format!("{} \"{}\"", u.node, u.description));
     }

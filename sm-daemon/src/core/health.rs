@@ -60,6 +60,10 @@ impl Health {
         }
     }
 
+    pub(super) fn set_config(&mut self, cfg: HealthConfig) {
+        self.cfg = cfg;
+    }
+
     pub(super) fn is_unhealthy(&self, node: Guid, port: u8) -> bool {
         self.unhealthy.contains_key(&(node, port))
     }

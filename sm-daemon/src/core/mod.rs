@@ -71,6 +71,15 @@ use time::{Timer, TimerTable};
 /// How long joins and leaves gather before their trees are recomputed and programmed.
 const MCAST_BATCH: Duration = Duration::from_millis(1);
 
+/// What a configuration reload changed ([`Sm::reconfigure`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reconfigured {
+    /// Parts taken while running.
+    pub applied: Vec<&'static str>,
+    /// Keys that changed but take effect only at a restart.
+    pub needs_restart: Vec<&'static str>,
+}
+
 /// What the core is told at start.
 #[derive(Debug, Clone)]
 pub struct Params {
@@ -474,6 +483,72 @@ impl Sm {
         self.trigger = Some(format!("{node}[{port}] cleared"));
         self.request_sweep(now, true);
         true
+    }
+
+    /// Takes a configuration read again (the daemon's SIGHUP): what can change while the
+    /// subnet runs (partitions, QoS, routing, health, the light sweep interval) is applied
+    /// and a heavy sweep programs what differs (only the P_Key, SL-to-VL, VL arbitration and
+    /// forwarding blocks whose contents changed are sent); what needs a restart is named and
+    /// left as it runs.
+    pub fn reconfigure(&mut self, now: Instant, new: &Params) -> Reconfigured {
+        let mut r = Reconfigured::default();
+        let o = &self.p.routing_options;
+        let n = &new.routing_options;
+        let routing_same = self.p.routing == new.routing
+            && o.roots == n.roots
+            && o.compute_nodes == n.compute_nodes
+            && o.adaptive == n.adaptive
+            && o.vl_budget == n.vl_budget;
+        if !routing_same {
+            self.p.routing.clone_from(&new.routing);
+            self.p.routing_options.roots.clone_from(&n.roots);
+            self.p
+                .routing_options
+                .compute_nodes
+                .clone_from(&n.compute_nodes);
+            self.p.routing_options.adaptive = n.adaptive;
+            self.p.routing_options.vl_budget = n.vl_budget;
+            r.applied.push("routing");
+        }
+        if self.p.partitions != new.partitions || self.p.pkey_options != new.pkey_options {
+            self.p.partitions = new.partitions.clone();
+            self.p.pkey_options = new.pkey_options;
+            r.applied.push("partitions");
+        }
+        if self.p.qos != new.qos {
+            self.p.qos = new.qos.clone();
+            r.applied.push("qos");
+        }
+        if self.p.health != new.health {
+            self.p.health = new.health;
+            self.health.set_config(new.health);
+            r.applied.push("health");
+        }
+        if self.p.sweep_interval != new.sweep_interval {
+            self.p.sweep_interval = new.sweep_interval;
+            r.applied.push("sm.sweep_interval_ms");
+        }
+        let restart = [
+            ("sm.lmc", self.p.lmc != new.lmc),
+            ("sm.sm_priority", self.p.sm_priority != new.sm_priority),
+            ("sm.sm_key", self.p.sm_key != new.sm_key),
+            ("sm.m_key", self.p.m_key != new.m_key),
+            (
+                "sm.subnet_prefix",
+                self.p.subnet_prefix != new.subnet_prefix,
+            ),
+            ("sm.max_op_vls", self.p.max_op_vls != new.max_op_vls),
+            (
+                "sm.max_outstanding_smps",
+                self.p.max_outstanding != new.max_outstanding,
+            ),
+        ];
+        r.needs_restart = restart.iter().filter(|x| x.1).map(|x| x.0).collect();
+        if !r.applied.is_empty() {
+            self.trigger = Some("configuration reloaded".into());
+            self.request_sweep(now, true);
+        }
+        r
     }
 
     /// Starts the first heavy sweep.
