@@ -60,6 +60,7 @@ pub struct Config {
     pub metrics: MetricsConfig,
     pub status: StatusConfig,
     pub health: HealthConfig,
+    pub perfmgr: PerfMgrConfig,
 }
 
 /// `[sm]`: the subnet manager itself.
@@ -332,6 +333,25 @@ impl Default for HealthConfig {
         HealthConfig {
             link_flaps: 5,
             flap_window_s: 60,
+        }
+    }
+}
+
+/// `[perfmgr]`: reading every port's counters (OpenSM's perfmgr).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PerfMgrConfig {
+    /// Read port counters (perfmgr). Default: false.
+    pub enabled: bool,
+    /// Seconds between the starts of two counter sweeps (perfmgr_sweep_time_s). Default: 180.
+    pub interval_s: u32,
+}
+
+impl Default for PerfMgrConfig {
+    fn default() -> Self {
+        PerfMgrConfig {
+            enabled: false,
+            interval_s: 180,
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sm_core::config::{Config, DumpConfig, LogConfig, MetricsConfig, StatusConfig};
+use sm_core::config::{Config, DumpConfig, LogConfig, MetricsConfig, PerfMgrConfig, StatusConfig};
 use sm_mad::Guid;
 use sm_routing::GuidFileError;
 
@@ -50,6 +50,8 @@ pub struct Settings {
     pub metrics: MetricsConfig,
     /// `[status]`: the status socket and the event log.
     pub status: StatusConfig,
+    /// `[perfmgr]`: whether and how often port counters are read.
+    pub perfmgr: PerfMgrConfig,
 }
 
 /// The settings of a configuration read from `path`.
@@ -63,6 +65,7 @@ pub fn settings(cfg: &Config, path: &Path) -> Result<Settings, ParamsError> {
         log: cfg.log.clone(),
         metrics: cfg.metrics.clone(),
         status: cfg.status.clone(),
+        perfmgr: cfg.perfmgr.clone(),
     })
 }
 
@@ -299,7 +302,8 @@ mod tests {
                 s.dump,
                 s.log,
                 s.metrics,
-                s.status
+                s.status,
+                s.perfmgr
             )
         );
         (params, daemon)
@@ -448,6 +452,8 @@ mod tests {
                 "socket = \"/tmp/ibsm.sock\"".into(),
                 Daemon,
             ),
+            ("perfmgr.enabled", "enabled = true".into(), Daemon),
+            ("perfmgr.interval_s", "interval_s = 10".into(), Daemon),
             ("health.link_flaps", "link_flaps = 3".into(), Params),
             ("health.flap_window_s", "flap_window_s = 10".into(), Params),
             (

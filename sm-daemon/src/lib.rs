@@ -3,5 +3,6 @@
 pub mod config;
 pub mod core;
 pub mod ops;
+pub mod perf;
 pub mod sa;
 pub mod transport;

@@ -8,7 +8,7 @@
 //! the SM. Events are found by comparing the fabric of each sweep with the last one, so
 //! repairs and heavy sweeps report the same way.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -30,6 +30,9 @@ use crate::core::{Sm, SweepReport};
 
 /// A sweep's plan and model, shared with the SM.
 type Snapshot = (Arc<crate::core::Plan>, Option<Arc<crate::core::Discovered>>);
+
+/// Each port's counter totals and error rate, as the performance manager last had them.
+type PerfTable = Arc<BTreeMap<(Guid, u8), (crate::perf::Totals, f64)>>;
 
 /// Events kept for `ibsm status`.
 const RECENT_EVENTS: usize = 64;
@@ -128,6 +131,12 @@ pub struct PortRow {
     pub speed: String,
     /// The port at the other end of the link: `GUID[port]`.
     pub peer: Option<String>,
+    /// Counter totals since the SM first read them (with the performance manager on).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub counters: Option<crate::perf::Totals>,
+    /// Errors per second between the last two reads.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_rate: Option<f64>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -170,6 +179,10 @@ struct Metrics {
     recovery_seconds: Histogram,
     lft_blocks: Counter,
     events: Family<KindLabel, Counter>,
+    perf_sweeps: Counter,
+    port_errors: Counter,
+    port_link_downed: Counter,
+    perf_unanswered: Gauge,
 }
 
 const SM_STATES: [(SmState, &str); 4] = [
@@ -207,6 +220,10 @@ impl Metrics {
             recovery_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             lft_blocks: Counter::default(),
             events: Family::default(),
+            perf_sweeps: Counter::default(),
+            port_errors: Counter::default(),
+            port_link_downed: Counter::default(),
+            perf_unanswered: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -270,6 +287,26 @@ impl Metrics {
             "Fabric events, by kind (links and nodes coming and going, SM state changes)",
             m.events.clone(),
         );
+        registry.register(
+            "perf_sweeps",
+            "Sweeps of every port's counters finished",
+            m.perf_sweeps.clone(),
+        );
+        registry.register(
+            "port_errors",
+            "Error counter increments read from every port (PortCounters, link downs apart)",
+            m.port_errors.clone(),
+        );
+        registry.register(
+            "port_link_downed",
+            "LinkDownedCounter increments read from every port",
+            m.port_link_downed.clone(),
+        );
+        registry.register(
+            "perf_unanswered_ports",
+            "Ports whose counters the last counter sweep could not read",
+            m.perf_unanswered.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
@@ -316,6 +353,8 @@ pub struct Ops {
     last_sa: std::collections::BTreeMap<u16, u64>,
     last_state: Option<SmState>,
     commands: Vec<Command>,
+    perf: Option<PerfTable>,
+    perf_sums: (u64, u64, u64),
 }
 
 impl std::fmt::Debug for Ops {
@@ -359,6 +398,8 @@ impl Ops {
             last_sa: Default::default(),
             last_state: None,
             commands: Vec::new(),
+            perf: None,
+            perf_sums: (0, 0, 0),
         })
     }
 
@@ -428,6 +469,32 @@ impl Ops {
         if let Some(r) = report {
             self.sweep_done(sm, r);
         }
+    }
+
+    /// A counter sweep finished: the performance manager's ports and figures (nothing
+    /// happens when the last one was already taken).
+    pub fn perf_sweep(&mut self, p: &crate::perf::PerfMgr) {
+        let Some((sweep, n)) = p.last_sweep() else {
+            return;
+        };
+        if n == self.perf_sums.0 && self.perf.is_some() {
+            return;
+        }
+        let table: BTreeMap<(Guid, u8), (crate::perf::Totals, f64)> = p
+            .stats()
+            .iter()
+            .map(|(&k, s)| (k, (s.totals, s.error_rate)))
+            .collect();
+        let errors: u64 = table.values().map(|(t, _)| t.errors()).sum();
+        let downed: u64 = table.values().map(|(t, _)| t.link_downed).sum();
+        let m = &self.metrics;
+        let (sweeps0, errors0, downed0) = self.perf_sums;
+        m.perf_sweeps.inc_by(n.saturating_sub(sweeps0));
+        m.port_errors.inc_by(errors.saturating_sub(errors0));
+        m.port_link_downed.inc_by(downed.saturating_sub(downed0));
+        m.perf_unanswered.set(sweep.lost as i64);
+        self.perf_sums = (n, errors.max(errors0), downed.max(downed0));
+        self.perf = Some(Arc::new(table));
     }
 
     /// The configuration was read again, with this outcome.
@@ -550,10 +617,7 @@ impl Ops {
 
     /// Every port of the last sweep's fabric.
     pub fn ports(&self) -> Vec<PortRow> {
-        self.snapshot
-            .as_ref()
-            .map(|(plan, model)| port_rows(&plan.fabric, model.as_deref()))
-            .unwrap_or_default()
+        Reply::Ports(self.snapshot.clone(), self.perf.clone()).rows()
     }
 
     /// The metrics in the OpenMetrics text format.
@@ -652,6 +716,8 @@ fn port_rows(f: &Fabric, model: Option<&crate::core::Discovered>) -> Vec<PortRow
                     let rp = f.port(r);
                     format!("{}[{}]", f.node(rp.node).guid, rp.num)
                 }),
+                counters: None,
+                error_rate: None,
             });
         }
     }
@@ -789,20 +855,36 @@ fn error_json(what: String) -> String {
 pub enum Reply {
     Text(String),
     /// The port list, computed from a snapshot without holding the lock.
-    Ports(Option<Snapshot>),
+    Ports(Option<Snapshot>, Option<PerfTable>),
 }
 
 impl Reply {
     pub fn text(self) -> String {
         match self {
             Reply::Text(t) => t,
-            Reply::Ports(snap) => {
-                let rows = snap
-                    .map(|(plan, model)| port_rows(&plan.fabric, model.as_deref()))
-                    .unwrap_or_default();
-                serde_json::to_string(&rows).unwrap_or_else(|e| error_json(e.to_string()))
+            r @ Reply::Ports(..) => {
+                serde_json::to_string(&r.rows()).unwrap_or_else(|e| error_json(e.to_string()))
             }
         }
+    }
+
+    fn rows(self) -> Vec<PortRow> {
+        let Reply::Ports(Some((plan, model)), perf) = self else {
+            return Vec::new();
+        };
+        let mut rows = port_rows(&plan.fabric, model.as_deref());
+        if let Some(t) = perf {
+            for r in &mut rows {
+                let key = u64::from_str_radix(r.node.trim_start_matches("0x"), 16)
+                    .ok()
+                    .map(|g| (Guid(g), r.port));
+                if let Some((tot, rate)) = key.and_then(|k| t.get(&k)) {
+                    r.counters = Some(*tot);
+                    r.error_rate = Some(*rate);
+                }
+            }
+        }
+        rows
     }
 }
 
@@ -816,7 +898,7 @@ pub fn reply(ops: &mut Ops, line: &str) -> Reply {
     let line = line.trim();
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
     if word == request::PORTS {
-        return Reply::Ports(ops.snapshot.clone());
+        return Reply::Ports(ops.snapshot.clone(), ops.perf.clone());
     }
     let r = match word {
         request::STATUS => serde_json::to_string_pretty(&ops.status()),

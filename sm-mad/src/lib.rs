@@ -37,6 +37,7 @@ pub mod node_info;
 pub mod node_record;
 pub mod notice;
 pub mod path_record;
+pub mod perf;
 pub mod pkey_table;
 pub mod pkey_table_record;
 pub mod port_info;

@@ -279,3 +279,100 @@ kill $p; wait $p 2>/dev/null
     drop(sim);
     drop(scratch);
 }
+
+/// The value of `Name:.....value` in perfquery output.
+fn perf_field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix(name)?.strip_prefix(':')?;
+            rest.trim_start_matches('.').trim().parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+}
+
+#[test]
+fn port_counters_read_by_ibsm_are_perfquerys_and_add_up_across_resets() {
+    let scratch = Scratch::new("ops", "perfmgr");
+    let dir = scratch.path();
+    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
+    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    std::fs::write(
+        dir.join("ibsm.toml"),
+        "[sm]\nsmp_timeout_ms = 50\n[perfmgr]\nenabled = true\ninterval_s = 1\n",
+    )
+    .unwrap();
+    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=42");
+    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.LinkDownedCounter=3");
+    let log_path = dir.join("sm.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = sim.ibsm(
+        &ibsm_bin!(),
+        Some("host-1"),
+        &[
+            "run",
+            "--umad",
+            "--config",
+            "ibsm.toml",
+            "--state-dir",
+            "state",
+        ],
+        300,
+    );
+    c.stdout(Stdio::null()).stderr(log);
+    let mut sm = Background(c.spawn().unwrap());
+    wait_for_text(&log_path, "sweeping until", 60);
+    let seen = sim.discover();
+    let sw_a = seen
+        .switches()
+        .find(|&n| seen.node(n).description == "sw-a")
+        .unwrap();
+    let (guid, lid) = (
+        seen.node(sw_a).guid,
+        seen.port(seen.port_of(sw_a, 0).unwrap()).lid.0,
+    );
+    // ibsm's view of sw-a[3] once its total reaches `want` symbol errors.
+    let ours = |want: u64| {
+        poll(Duration::from_secs(30), Duration::from_millis(200), || {
+            let out = Command::new(ibsm_bin!())
+                .args(["ports", "--json", "--state-dir"])
+                .arg(dir.join("state"))
+                .output()
+                .ok()?;
+            let rows: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            let row = rows
+                .as_array()?
+                .iter()
+                .find(|r| r["node"] == guid.to_string().as_str() && r["port"] == 3)?;
+            (row["counters"]["symbol_errors"] == want).then(|| row["counters"].clone())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "ibsm never read {want} symbol errors on sw-a[3]:\n{}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
+            )
+        })
+    };
+    let got = ours(42);
+    let theirs = sim.tool_ok(&["perfquery", &lid.to_string(), "3"], 20);
+    assert_eq!(perf_field(&theirs, "SymbolErrorCounter"), 42, "{theirs}");
+    assert_eq!(got["link_downed"], perf_field(&theirs, "LinkDownedCounter"));
+    assert_eq!(got["rcv_errors"], perf_field(&theirs, "PortRcvErrors"));
+    assert_eq!(
+        got["xmit_discards"],
+        perf_field(&theirs, "PortXmitDiscards")
+    );
+    // More errors: the total follows the counter.
+    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=50");
+    ours(50);
+    // The counter is reset (to 5): the total keeps what was counted and adds the 5.
+    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=5");
+    ours(55);
+    let theirs = sim.tool_ok(&["perfquery", &lid.to_string(), "3"], 20);
+    assert_eq!(perf_field(&theirs, "SymbolErrorCounter"), 5);
+    let log_text = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log_text.contains("port counters read"), "{log_text}");
+    let st = sm.terminate();
+    assert!(st.success(), "{st:?}");
+    drop(sim);
+    drop(scratch);
+}

@@ -13,6 +13,7 @@ use sm_core::lid::LidStore;
 use sm_core::read_topology_str;
 use sm_daemon::core::{Event, Params, Sm, SweepReport};
 use sm_daemon::ops::Ops;
+use sm_daemon::perf::{PerfConfig, PerfMgr};
 use sm_daemon::sa::{Requester, RmppMode};
 use sm_daemon::transport::sim::SimDriver;
 use sm_daemon::transport::umad::{self, Device, Outgoing};
@@ -635,6 +636,8 @@ struct Setup {
     dumps: Option<Dumps>,
     /// Status, events and metrics, when a socket, an event log or metrics are asked for.
     ops: Option<OpsHook>,
+    /// `[perfmgr]`: port counters (with --umad).
+    perfmgr: sm_core::config::PerfMgrConfig,
 }
 
 /// What the driver loops tell the status socket and the metrics.
@@ -788,6 +791,7 @@ fn setup(
         config: path,
         dumps,
         ops,
+        perfmgr: s.perfmgr,
     })
 }
 
@@ -1068,7 +1072,16 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
         }
     })?;
     let args = &*args;
-    drive_umad(args, port, params, lids, &signals, &mut dumps, &mut ops)
+    let perf = setup.perfmgr.enabled.then(|| {
+        PerfMgr::new(PerfConfig {
+            interval: std::time::Duration::from_secs(u64::from(setup.perfmgr.interval_s.max(1))),
+            timeout: params.smp_timeout,
+            ..PerfConfig::default()
+        })
+    });
+    drive_umad(
+        args, port, params, lids, &signals, &mut dumps, &mut ops, perf,
+    )
 }
 
 /// A signal for the driver loop.
@@ -1126,6 +1139,7 @@ const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
 /// The driver loop, on one thread with the device: what the core transmits is written at
 /// once, the loop waits in poll() until a MAD arrives or the core's next deadline, every
 /// queued MAD goes to `handle_mad`, events go to the LID store, dumps and report.
+#[allow(clippy::too_many_arguments)]
 fn drive_umad(
     args: &Args,
     port: umad::PortDesc,
@@ -1134,6 +1148,7 @@ fn drive_umad(
     signals: &std::sync::mpsc::Receiver<Sig>,
     dumps: &mut Option<Dumps>,
     ops: &mut Option<OpsHook>,
+    mut perf: Option<PerfMgr>,
 ) -> anyhow::Result<()> {
     // The kernel needs a timeout on requests to match their responses; the core keeps its
     // own deadline (and retries), so the kernel's is the same and it never retries.
@@ -1141,7 +1156,11 @@ fn drive_umad(
         .unwrap_or(u32::MAX)
         .max(1);
     let wall = Instant::now();
-    let mut dev = Device::open(port, umad::Options::default())?;
+    let opts = umad::Options {
+        perf: perf.is_some(),
+        ..umad::Options::default()
+    };
+    let mut dev = Device::open(port, opts)?;
     let clock = Instant::now();
     let now = move || sm_daemon::core::Instant::from_nanos(clock.elapsed().as_nanos() as u64);
     let mut sm = Sm::new(params, lids);
@@ -1209,16 +1228,40 @@ fn drive_umad(
         // Deadlines are checked only after every queued request went out (and had its
         // deadline counted from then): a request queued before a long computation must
         // not expire before it was even sent.
+        if let Some(p) = perf.as_mut() {
+            let t = now();
+            let master = sm.sm_state() == sm_mad::sm_info::SmState::Master;
+            if serving && master && p.due(t) {
+                if let Some(plan) = sm.plan() {
+                    p.start(t, sm_daemon::perf::targets(&plan.fabric));
+                }
+            }
+            if p.poll_timeout().is_some_and(|d| d <= t) {
+                p.handle_timeout(t);
+            }
+            perf_flush(p, &mut dev, req_timeout_ms, ops);
+        }
         let t = now();
         let deadline = sm.poll_timeout();
         if deadline.is_some_and(|d| d <= t) {
             sm.handle_timeout(t);
             continue;
         }
+        let deadline = match (deadline, perf.as_ref().and_then(PerfMgr::poll_timeout)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let wait = deadline.map_or(SIGNAL_CHECK, |d| (d - t).min(SIGNAL_CHECK));
         let wait_ms = i32::try_from(wait.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX);
         if dev.wait_readable(wait_ms)? {
             while let Some(m) = dev.try_recv()? {
+                if m.mad.get(1) == Some(&u8::from(sm_mad::MgmtClass::Perf)) {
+                    if let Some(p) = perf.as_mut() {
+                        p.handle_mad(now(), &m.mad);
+                        perf_flush(p, &mut dev, req_timeout_ms, ops);
+                    }
+                    continue;
+                }
                 sm.handle_mad_from(now(), requester(&m), &m.mad);
                 // Keep the pipeline full: what the answer freed goes out before the next.
                 flush(&mut sm, &mut dev);
@@ -1233,6 +1276,25 @@ fn drive_umad(
         ..Marks::default()
     };
     finish(args, &sm, dumps, last, wall, args.once, marks)
+}
+
+/// Sends what the performance manager has queued; a finished counter sweep goes to the
+/// status and metrics.
+fn perf_flush(p: &mut PerfMgr, dev: &mut Device, timeout_ms: u32, ops: &mut Option<OpsHook>) {
+    while let Some((dlid, mad)) = p.poll_transmit() {
+        let mut o = Outgoing::gsi(dlid, 1, 0, 0, mad.to_vec());
+        o.timeout_ms = timeout_ms;
+        if let Err(e) = dev.send(&o) {
+            tracing::debug!(dlid = dlid.0, "perf: umad write failed: {e}");
+        }
+    }
+    if p.last_sweep().is_some() {
+        if let Some(o) = ops {
+            if let Ok(mut x) = o.shared.lock() {
+                x.perf_sweep(p);
+            }
+        }
+    }
 }
 
 /// A core transmit as the device sends it.

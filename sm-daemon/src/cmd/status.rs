@@ -200,14 +200,30 @@ pub(crate) fn ports(a: Args) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(());
     }
+    let counters = rows.iter().any(|r| r.counters.is_some());
+    let extra = if counters {
+        format!(" {:>8} {:>6} {:>9}", "errors", "downs", "errors/s")
+    } else {
+        String::new()
+    };
     println!(
-        "{:<20} {:<24} {:>4} {:>6} {:<8} {:<5} {:<5} peer",
+        "{:<20} {:<24} {:>4} {:>6} {:<8} {:<5} {:<5}{extra} peer",
         "node", "description", "port", "lid", "state", "width", "speed"
     );
     for r in rows {
         let desc: String = r.description.chars().take(24).collect();
+        let extra = match (counters, r.counters) {
+            (false, _) => String::new(),
+            (true, Some(t)) => format!(
+                " {:>8} {:>6} {:>9.2}",
+                t.errors(),
+                t.link_downed,
+                r.error_rate.unwrap_or(0.0)
+            ),
+            (true, None) => format!(" {:>8} {:>6} {:>9}", "-", "-", "-"),
+        };
         println!(
-            "{:<20} {:<24} {:>4} {:>6} {:<8} {:<5} {:<5} {}",
+            "{:<20} {:<24} {:>4} {:>6} {:<8} {:<5} {:<5}{extra} {}",
             r.node,
             desc,
             r.port,

@@ -135,6 +135,9 @@ pub struct Options {
     /// Register an SA client agent instead (QP1): it sends requests and receives the SA's
     /// Reports.
     pub sa_client: bool,
+    /// Register a performance management client agent (class 0x04, QP1): it reads port
+    /// counters.
+    pub perf: bool,
 }
 
 impl Default for Options {
@@ -145,6 +148,7 @@ impl Default for Options {
             smi: true,
             sa: true,
             sa_client: false,
+            perf: false,
         }
     }
 }
@@ -157,6 +161,7 @@ impl Options {
             smi: false,
             sa: false,
             sa_client: true,
+            perf: false,
         }
     }
 }
@@ -194,6 +199,16 @@ fn agents(opts: &Options) -> Vec<header::AgentReq> {
             class_version: 2,
             rmpp_version: 0,
             methods: SA_CLIENT_METHODS,
+        });
+    }
+    if opts.perf {
+        // A client: its answers come back by TID, no method to receive.
+        v.push(header::AgentReq {
+            qpn: 1,
+            mgmt_class: u8::from(MgmtClass::Perf),
+            class_version: sm_mad::perf::CLASS_VERSION,
+            rmpp_version: 0,
+            methods: &[],
         });
     }
     if opts.sa {

@@ -1,0 +1,555 @@
+//! The performance manager: every port's counters (PortCounters over the performance
+//! management class, QP1), read on an interval, accumulated into 64-bit totals.
+//!
+//! Sans-IO like the core: [`PerfMgr::start`] begins a sweep over the ports it is given,
+//! [`PerfMgr::poll_transmit`] hands out the Gets (at most `window` in flight),
+//! [`PerfMgr::handle_mad`] takes the answers, [`PerfMgr::handle_timeout`] retries and gives
+//! up. PortCounters stop at their maximum and may be cleared by anyone, so a total grows by
+//! the difference between two reads, by the new value when it went down (a reset), and a
+//! counter seen at three quarters of its range is cleared (a Set), as OpenSM's perfmgr does.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Duration;
+
+use sm_mad::perf::{self, Repr as Counters};
+use sm_mad::{Guid, Lid, Method, Tid};
+
+use crate::core::Instant;
+
+/// How the counters are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PerfConfig {
+    /// Time between the starts of two sweeps.
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub retries: u32,
+    /// Gets in flight at most.
+    pub window: usize,
+}
+
+impl Default for PerfConfig {
+    fn default() -> Self {
+        PerfConfig {
+            interval: Duration::from_secs(180),
+            timeout: Duration::from_millis(200),
+            retries: 2,
+            window: 32,
+        }
+    }
+}
+
+/// A port to read: where its agent answers (the switch's LID for a switch port).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Target {
+    pub node: Guid,
+    pub port: u8,
+    pub lid: Lid,
+}
+
+/// A port's counters since the manager first read it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Totals {
+    pub symbol_errors: u64,
+    pub link_error_recoveries: u64,
+    pub link_downed: u64,
+    pub rcv_errors: u64,
+    pub rcv_remote_physical_errors: u64,
+    pub rcv_switch_relay_errors: u64,
+    pub xmit_discards: u64,
+    pub xmit_constraint_errors: u64,
+    pub rcv_constraint_errors: u64,
+    pub local_link_integrity_errors: u64,
+    pub excessive_buffer_overrun_errors: u64,
+    pub vl15_dropped: u64,
+    pub xmit_data: u64,
+    pub rcv_data: u64,
+    pub xmit_pkts: u64,
+    pub rcv_pkts: u64,
+    pub xmit_wait: u64,
+}
+
+impl Totals {
+    /// Every error counter summed (link downs apart).
+    pub fn errors(&self) -> u64 {
+        self.symbol_errors
+            + self.link_error_recoveries
+            + self.rcv_errors
+            + self.rcv_remote_physical_errors
+            + self.rcv_switch_relay_errors
+            + self.xmit_discards
+            + self.xmit_constraint_errors
+            + self.rcv_constraint_errors
+            + self.local_link_integrity_errors
+            + self.excessive_buffer_overrun_errors
+            + self.vl15_dropped
+    }
+}
+
+/// One port's state in the manager.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PortStats {
+    pub totals: Totals,
+    /// The last values read, as the port holds them.
+    #[serde(skip)]
+    pub last: Option<Counters>,
+    pub reads: u64,
+    /// Times a counter went down between reads (cleared by someone, or the port reset).
+    pub resets: u64,
+    /// Errors per second between the last two reads.
+    pub error_rate: f64,
+    #[serde(skip)]
+    last_at: Option<Instant>,
+}
+
+/// What the last finished sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PerfSweep {
+    pub ports: usize,
+    pub answered: usize,
+    /// Ports whose Gets all went unanswered.
+    pub lost: usize,
+    pub mads_sent: u64,
+    pub duration_ns: u64,
+}
+
+/// Bits of CounterSelect, in PortCounters' field order.
+const SELECT_ALL: u16 = 0xffff;
+
+struct InFlight {
+    target: Target,
+    deadline: Instant,
+    tries: u32,
+    /// A clearing Set (its answer only ends it).
+    clear: bool,
+}
+
+/// The performance manager.
+pub struct PerfMgr {
+    cfg: PerfConfig,
+    next_tid: u64,
+    queue: VecDeque<(Target, bool)>,
+    in_flight: HashMap<u64, InFlight>,
+    out: VecDeque<(Lid, [u8; 256])>,
+    stats: BTreeMap<(Guid, u8), PortStats>,
+    sweep: Option<(Instant, PerfSweep)>,
+    next_due: Option<Instant>,
+    last: Option<PerfSweep>,
+    sweeps: u64,
+}
+
+impl std::fmt::Debug for PerfMgr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PerfMgr")
+            .field("cfg", &self.cfg)
+            .field("ports", &self.stats.len())
+            .field("sweeps", &self.sweeps)
+            .finish()
+    }
+}
+
+/// How much a counter grew from `old` to `new` (a counter that went down was reset: it
+/// counted `new` since).
+fn grew(old: u64, new: u64, resets: &mut u64) -> u64 {
+    if new >= old {
+        new - old
+    } else {
+        *resets += 1;
+        new
+    }
+}
+
+/// Whether any counter is at three quarters of its range or more.
+fn near_full(c: &Counters) -> bool {
+    let q = |v: u64, bits: u32| v >= (1u64 << bits) / 4 * 3;
+    q(c.symbol_errors.into(), 16)
+        || q(c.link_error_recoveries.into(), 8)
+        || q(c.link_downed.into(), 8)
+        || q(c.rcv_errors.into(), 16)
+        || q(c.rcv_remote_physical_errors.into(), 16)
+        || q(c.rcv_switch_relay_errors.into(), 16)
+        || q(c.xmit_discards.into(), 16)
+        || q(c.xmit_constraint_errors.into(), 8)
+        || q(c.rcv_constraint_errors.into(), 8)
+        || q(c.local_link_integrity_errors.into(), 4)
+        || q(c.excessive_buffer_overrun_errors.into(), 4)
+        || q(c.vl15_dropped.into(), 16)
+        || q(c.xmit_data.into(), 32)
+        || q(c.rcv_data.into(), 32)
+        || q(c.xmit_pkts.into(), 32)
+        || q(c.rcv_pkts.into(), 32)
+        || q(c.xmit_wait.into(), 32)
+}
+
+impl PortStats {
+    /// Takes in a read at `now`; true when the port should be cleared.
+    pub fn update(&mut self, now: Instant, c: &Counters) -> bool {
+        let old = self.last.unwrap_or_default();
+        let t = &mut self.totals;
+        let r = &mut self.resets;
+        let before = t.errors();
+        t.symbol_errors += grew(old.symbol_errors.into(), c.symbol_errors.into(), r);
+        t.link_error_recoveries += grew(
+            old.link_error_recoveries.into(),
+            c.link_error_recoveries.into(),
+            r,
+        );
+        t.link_downed += grew(old.link_downed.into(), c.link_downed.into(), r);
+        t.rcv_errors += grew(old.rcv_errors.into(), c.rcv_errors.into(), r);
+        t.rcv_remote_physical_errors += grew(
+            old.rcv_remote_physical_errors.into(),
+            c.rcv_remote_physical_errors.into(),
+            r,
+        );
+        t.rcv_switch_relay_errors += grew(
+            old.rcv_switch_relay_errors.into(),
+            c.rcv_switch_relay_errors.into(),
+            r,
+        );
+        t.xmit_discards += grew(old.xmit_discards.into(), c.xmit_discards.into(), r);
+        t.xmit_constraint_errors += grew(
+            old.xmit_constraint_errors.into(),
+            c.xmit_constraint_errors.into(),
+            r,
+        );
+        t.rcv_constraint_errors += grew(
+            old.rcv_constraint_errors.into(),
+            c.rcv_constraint_errors.into(),
+            r,
+        );
+        t.local_link_integrity_errors += grew(
+            old.local_link_integrity_errors.into(),
+            c.local_link_integrity_errors.into(),
+            r,
+        );
+        t.excessive_buffer_overrun_errors += grew(
+            old.excessive_buffer_overrun_errors.into(),
+            c.excessive_buffer_overrun_errors.into(),
+            r,
+        );
+        t.vl15_dropped += grew(old.vl15_dropped.into(), c.vl15_dropped.into(), r);
+        t.xmit_data += grew(old.xmit_data.into(), c.xmit_data.into(), r);
+        t.rcv_data += grew(old.rcv_data.into(), c.rcv_data.into(), r);
+        t.xmit_pkts += grew(old.xmit_pkts.into(), c.xmit_pkts.into(), r);
+        t.rcv_pkts += grew(old.rcv_pkts.into(), c.rcv_pkts.into(), r);
+        t.xmit_wait += grew(old.xmit_wait.into(), c.xmit_wait.into(), r);
+        if let Some(at) = self.last_at {
+            let secs = (now - at).as_secs_f64();
+            if secs > 0.0 {
+                self.error_rate = (t.errors() - before) as f64 / secs;
+            }
+        }
+        self.reads += 1;
+        self.last_at = Some(now);
+        let clear = near_full(c);
+        // After a clear the port counts from zero: the next read is a difference from it.
+        self.last = Some(if clear { Counters::default() } else { *c });
+        clear
+    }
+}
+
+impl PerfMgr {
+    pub fn new(cfg: PerfConfig) -> PerfMgr {
+        PerfMgr {
+            cfg,
+            next_tid: 0,
+            queue: VecDeque::new(),
+            in_flight: HashMap::new(),
+            out: VecDeque::new(),
+            stats: BTreeMap::new(),
+            sweep: None,
+            next_due: None,
+            last: None,
+            sweeps: 0,
+        }
+    }
+
+    /// Whether a sweep should start now (none running and the interval passed).
+    pub fn due(&self, now: Instant) -> bool {
+        self.sweep.is_none() && self.next_due.is_none_or(|t| now >= t)
+    }
+
+    /// Begins a sweep over `targets`.
+    pub fn start(&mut self, now: Instant, targets: Vec<Target>) {
+        self.next_due = Some(now + self.cfg.interval);
+        self.sweep = Some((
+            now,
+            PerfSweep {
+                ports: targets.len(),
+                ..PerfSweep::default()
+            },
+        ));
+        self.queue = targets.into_iter().map(|t| (t, false)).collect();
+        self.pump(now);
+        self.finish_if_done(now);
+    }
+
+    /// The kernel (and ibsim's shim) put their agent number in the upper half of a
+    /// request's TID: only the lower half is ours, and answers are matched by it.
+    fn tid(&mut self) -> u64 {
+        self.next_tid = (self.next_tid + 1) & 0xffff_ffff;
+        self.next_tid
+    }
+
+    fn pump(&mut self, now: Instant) {
+        while self.in_flight.len() < self.cfg.window {
+            let Some((target, clear)) = self.queue.pop_front() else {
+                break;
+            };
+            self.send(now, target, clear, 0);
+        }
+    }
+
+    fn send(&mut self, now: Instant, target: Target, clear: bool, tries: u32) {
+        let tid = self.tid();
+        let mad = if clear {
+            perf::clear_port_counters(Tid(tid), target.port, SELECT_ALL)
+        } else {
+            perf::get_port_counters(Tid(tid), target.port)
+        };
+        self.out.push_back((target.lid, mad));
+        if let Some((_, s)) = &mut self.sweep {
+            s.mads_sent += 1;
+        }
+        self.in_flight.insert(
+            tid,
+            InFlight {
+                target,
+                deadline: now + self.cfg.timeout,
+                tries,
+                clear,
+            },
+        );
+    }
+
+    /// The next Get or Set to send: (destination LID, MAD) for QP1 with the GSI Q_Key.
+    pub fn poll_transmit(&mut self) -> Option<(Lid, [u8; 256])> {
+        self.out.pop_front()
+    }
+
+    /// A performance management MAD received (anything else, or an answer to nothing in
+    /// flight, is ignored).
+    pub fn handle_mad(&mut self, now: Instant, m: &[u8]) {
+        let Ok((h, c)) = perf::parse_port_counters(m) else {
+            tracing::debug!(len = m.len(), "perf: not a PortCounters answer; ignored");
+            return;
+        };
+        if h.method != Method::GetResp {
+            return;
+        }
+        let Some(f) = self.in_flight.remove(&(h.tid.0 & 0xffff_ffff)) else {
+            return;
+        };
+        if !h.status.is_ok() {
+            tracing::debug!(node = %f.target.node, port = f.target.port, status = ?h.status, "perf: error status");
+        } else if !f.clear {
+            if let Some((_, s)) = &mut self.sweep {
+                s.answered += 1;
+            }
+            let st = self
+                .stats
+                .entry((f.target.node, f.target.port))
+                .or_default();
+            if st.update(now, &c) {
+                tracing::debug!(node = %f.target.node, port = f.target.port, "perf: counters near full; clearing");
+                self.queue.push_back((f.target, true));
+            }
+        }
+        self.pump(now);
+        self.finish_if_done(now);
+    }
+
+    /// Retries what timed out, gives up on what used its retries.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, f)| f.deadline <= now)
+            .map(|(&t, _)| t)
+            .collect();
+        for tid in due {
+            let Some(f) = self.in_flight.remove(&tid) else {
+                continue;
+            };
+            if f.tries < self.cfg.retries {
+                self.send(now, f.target, f.clear, f.tries + 1);
+            } else if !f.clear {
+                if let Some((_, s)) = &mut self.sweep {
+                    s.lost += 1;
+                }
+            }
+        }
+        self.pump(now);
+        self.finish_if_done(now);
+    }
+
+    fn finish_if_done(&mut self, now: Instant) {
+        if !self.in_flight.is_empty() || !self.queue.is_empty() {
+            return;
+        }
+        if let Some((t0, mut s)) = self.sweep.take() {
+            s.duration_ns = (now - t0).as_nanos() as u64;
+            self.sweeps += 1;
+            tracing::info!(
+                ports = s.ports,
+                answered = s.answered,
+                lost = s.lost,
+                mads = s.mads_sent,
+                ms = s.duration_ns as f64 / 1e6,
+                "port counters read"
+            );
+            self.last = Some(s);
+        }
+    }
+
+    /// The earliest deadline of a Get in flight, or the next sweep's start.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let flight = self.in_flight.values().map(|f| f.deadline).min();
+        match (
+            flight,
+            self.sweep.is_none().then_some(self.next_due).flatten(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Every port read so far.
+    pub fn stats(&self) -> &BTreeMap<(Guid, u8), PortStats> {
+        &self.stats
+    }
+
+    /// The last finished sweep, and how many there were.
+    pub fn last_sweep(&self) -> Option<(PerfSweep, u64)> {
+        self.last.map(|s| (s, self.sweeps))
+    }
+}
+
+/// The ports of a fabric to read: every linked switch port (through its switch's LID) and
+/// every linked CA or router port with a LID.
+pub fn targets(f: &sm_core::fabric::Fabric) -> Vec<Target> {
+    use sm_core::NodeKind;
+    let mut out = Vec::new();
+    for (i, n) in f.nodes().iter().enumerate() {
+        let ni = sm_core::NodeIdx(i as u32);
+        let base = f.port_of(ni, 0).map(|p| f.port(p).lid);
+        for q in f.node_ports(ni) {
+            let port = f.port(q);
+            if port.num == 0 || port.remote.is_none() {
+                continue;
+            }
+            let lid = if n.kind == NodeKind::Switch {
+                base.unwrap_or(Lid(0))
+            } else {
+                port.lid
+            };
+            if lid.0 != 0 {
+                out.push(Target {
+                    node: n.guid,
+                    port: port.num,
+                    lid,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Instant {
+        Instant::from_nanos(ms * 1_000_000)
+    }
+
+    fn answer(req: &[u8; 256], c: Counters) -> [u8; 256] {
+        let mut b = *req;
+        b[3] = Method::GetResp.to_raw_value();
+        // The agent number the kernel put in the TID's upper half comes back with it.
+        b[8..12].copy_from_slice(&[0, 0, 0, 2]);
+        let c = Counters {
+            port_select: req[perf::DATA_OFFSET + 1],
+            ..c
+        };
+        c.emit(&mut b[perf::DATA_OFFSET..]).unwrap();
+        b
+    }
+
+    #[test]
+    fn totals_grow_by_differences_survive_resets_and_clear_near_the_top() {
+        let mut s = PortStats::default();
+        let c = |sym: u16, data: u32| Counters {
+            symbol_errors: sym,
+            xmit_data: data,
+            ..Counters::default()
+        };
+        assert!(!s.update(at(0), &c(5, 1_000)));
+        assert!(!s.update(at(1_000), &c(9, 3_000)));
+        assert_eq!(s.totals.symbol_errors, 9);
+        assert_eq!(s.totals.xmit_data, 3_000);
+        assert_eq!(s.error_rate, 4.0, "4 errors in a second");
+        // Cleared by someone else: counted from zero again.
+        assert!(!s.update(at(2_000), &c(2, 500)));
+        assert_eq!(s.totals.symbol_errors, 11);
+        assert_eq!(s.totals.xmit_data, 3_500);
+        assert_eq!(s.resets, 2);
+        // Near the top of 32 bits: cleared, and the next read counts from zero.
+        assert!(s.update(at(3_000), &c(2, 0xd000_0000)));
+        let before = s.totals.xmit_data;
+        assert!(!s.update(at(4_000), &c(0, 100)));
+        assert_eq!(s.totals.xmit_data, before + 100);
+        assert_eq!(s.reads, 5);
+    }
+
+    #[test]
+    fn a_sweep_reads_every_port_in_a_window_retries_and_gives_up() {
+        let cfg = PerfConfig {
+            window: 2,
+            retries: 1,
+            ..PerfConfig::default()
+        };
+        let mut p = PerfMgr::new(cfg);
+        assert!(p.due(at(0)));
+        let targets: Vec<Target> = (1..=3)
+            .map(|i| Target {
+                node: Guid(i),
+                port: i as u8,
+                lid: Lid(i as u16),
+            })
+            .collect();
+        p.start(at(0), targets);
+        assert!(!p.due(at(0)));
+        let a = p.poll_transmit().unwrap();
+        let b = p.poll_transmit().unwrap();
+        assert!(p.poll_transmit().is_none(), "a window of 2");
+        p.handle_mad(
+            at(1),
+            &answer(
+                &a.1,
+                Counters {
+                    link_downed: 3,
+                    ..Counters::default()
+                },
+            ),
+        );
+        let c = p.poll_transmit().unwrap();
+        assert_eq!(c.0, Lid(3));
+        p.handle_mad(at(2), &answer(&c.1, Counters::default()));
+        // The second never answers: retried once, then lost.
+        p.handle_timeout(at(300));
+        let again = p.poll_transmit().unwrap();
+        assert_eq!(again.0, b.0);
+        assert!(p.last_sweep().is_none());
+        p.handle_timeout(at(600));
+        let (s, n) = p.last_sweep().unwrap();
+        assert_eq!(
+            (s.ports, s.answered, s.lost, s.mads_sent, n),
+            (3, 2, 1, 4, 1)
+        );
+        assert_eq!(p.stats()[&(Guid(1), 1)].totals.link_downed, 3);
+        // A late answer to nothing in flight changes nothing.
+        p.handle_mad(at(700), &answer(&b.1, Counters::default()));
+        assert_eq!(p.stats().len(), 2);
+        assert!(p.due(at(180_001)));
+    }
+}
