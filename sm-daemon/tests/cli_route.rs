@@ -265,11 +265,13 @@ fn opensm_tables_analyse_valid() {
 }
 
 #[test]
-fn lids_from_guid2lid() {
+fn lids_from_guid2lid_or_from_the_tables_dump() {
     // The ibsim net file has no LIDs; OpenSM's guid2lid of the same run gives them.
     let net = dumps("net.fattree-3leaf");
     let lfts = dumps("fattree-3leaf").join("opensm-lfts.dump");
-    let err = fails(&["analyze", "--topo", s(&net), "--lfts", s(&lfts)]);
+    // ibroute's brief output names no port GUID: nothing to take LIDs from.
+    let brief = dumps("fattree-3leaf").join("ibroute-brief.txt");
+    let err = fails(&["analyze", "--topo", s(&net), "--lfts", s(&brief)]);
     assert!(
         err.contains("have no LID") && err.contains("--guid2lid"),
         "{err}"
@@ -289,6 +291,22 @@ fn lids_from_guid2lid() {
     assert_eq!(j["lid_source"], "guid2lid");
     assert_eq!(j["lmc"], 1);
     assert_eq!(j["lids"], 19);
+    // opensm-lfts.dump names the port behind every LID: the same LIDs, the same verdict.
+    let k = json(&[
+        "analyze",
+        "--topo",
+        s(&net),
+        "--lfts",
+        s(&lfts),
+        "--report",
+        "json",
+    ]);
+    clean(&k);
+    assert_eq!(k["lid_source"], "forwarding tables");
+    assert_eq!(k["lmc"], 1);
+    assert_eq!(k["lids"], 19);
+    assert_eq!(k["validation"], j["validation"]);
+    assert_eq!(k["max_link_load"], j["max_link_load"]);
 }
 
 #[test]

@@ -97,8 +97,8 @@ pub(crate) fn read_fabric(path: &Path) -> anyhow::Result<Fabric> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct LidInfo {
     /// `topology` (kept as the file gives them), `assigned` (by `ibsm`, none in the file),
-    /// `topology+assigned` (the file's, and fresh ones for ports it left without), or
-    /// `guid2lid` (from that file).
+    /// `topology+assigned` (the file's, and fresh ones for ports it left without),
+    /// `guid2lid` (from that file), or `forwarding tables` (named by the tables' dump).
     pub(crate) source: &'static str,
     /// The LMC of the CA ports (the largest, should they differ).
     pub(crate) lmc: u8,
@@ -222,6 +222,68 @@ pub(crate) fn lids_from_guid2lid(f: &mut Fabric, path: &Path) -> anyhow::Result<
     }
     Ok(LidInfo {
         source: "guid2lid",
+        lmc: ca_lmc(f),
+        assigned: 0,
+    })
+}
+
+/// LIDs from the forwarding tables themselves, for a topology without any: an
+/// `opensm-lfts.dump` names the port GUID behind every LID it routes, so each end port's
+/// LIDs are the ones naming it (base the lowest, LMC from how many); a switch's LID is its
+/// table's own.
+pub(crate) fn lids_from_tables(
+    f: &mut Fabric,
+    lfts: &sm_core::dump::Lfts,
+    topo_path: &Path,
+    lfts_path: &Path,
+) -> anyhow::Result<LidInfo> {
+    let mut by_guid: std::collections::HashMap<sm_mad::Guid, Vec<u16>> = Default::default();
+    for d in &lfts.destinations {
+        if let Some(g) = d.port {
+            by_guid.entry(g).or_default().push(d.lid.0);
+        }
+    }
+    for s in &lfts.switches {
+        if s.lid.0 != 0 {
+            by_guid.entry(s.guid).or_default().push(s.lid.0);
+        }
+    }
+    let mut missing = Vec::new();
+    for p in f.end_ports().collect::<Vec<_>>() {
+        let guid = f.port(p).guid;
+        let node_guid = f.node(f.port(p).node).guid;
+        let is_switch = f.node(f.port(p).node).kind == NodeKind::Switch;
+        let lids = by_guid
+            .get(&guid)
+            .or_else(|| is_switch.then(|| by_guid.get(&node_guid)).flatten());
+        let Some(lids) = lids.filter(|l| !l.is_empty()) else {
+            if needs_lid(f, p) {
+                missing.push(p);
+            }
+            continue;
+        };
+        let base = *lids.iter().min().unwrap_or(&0);
+        let span = lids.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let lmc = if is_switch {
+            0
+        } else {
+            (usize::BITS - span.max(1).saturating_sub(1).leading_zeros()) as u8
+        };
+        let port = f.port_mut(p);
+        port.lid = sm_mad::Lid(base);
+        port.lmc = lmc.min(7);
+    }
+    if let Some(&first) = missing.first() {
+        bail!(
+            "{}: {} port(s) have no LID, e.g. {}, and {} names no LID for them either: give              the ibnetdiscover dump taken after the SM brought the subnet up, or its guid2lid              with --guid2lid",
+            topo_path.display(),
+            missing.len(),
+            describe_port(f, first),
+            lfts_path.display()
+        );
+    }
+    Ok(LidInfo {
+        source: "forwarding tables",
         lmc: ca_lmc(f),
         assigned: 0,
     })

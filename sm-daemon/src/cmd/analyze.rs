@@ -14,7 +14,7 @@ use sm_routing::{Routes, Topo};
 
 use super::analysis::{
     Outputs, Progress, Report, ReportArgs, ReportInput, TablesIn, analyse, lids_from_guid2lid,
-    lids_from_topology, read_fabric, write_svg,
+    lids_from_tables, lids_from_topology, read_fabric, write_svg,
 };
 
 /// Arguments of `ibsm analyze`.
@@ -27,8 +27,10 @@ Examples:
   ibsm analyze --topo t.txt --lfts opensm-lfts.dump --path-sl sl.txt --sl2vl opensm-sl2vl.dump
 
 Tables are matched to the topology by switch GUID and by LID: the LIDs come from the
-topology (an ibnetdiscover dump taken after the SM brought the subnet up) or from the SM's
-guid2lid file. Tables that do not describe the topology are refused, naming what differs.
+topology (an ibnetdiscover dump taken after the SM brought the subnet up), from the SM's
+guid2lid file, or, for a topology without LIDs (an ibsim net file), from the port GUIDs an
+opensm-lfts.dump names for every LID. Tables that do not describe the topology are refused,
+naming what differs.
 
 Exit status: 0 when the tables are VALID, 2 when they are INVALID (unreachable pairs, stale
 LIDs or credit loops; the report is printed all the same), 1 on any other error.")]
@@ -120,12 +122,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     let progress = Progress::new();
     progress.phase(format!("reading {}", args.topo.display()));
     let mut fabric = read_fabric(&args.topo)?;
-    let lids = match &args.guid2lid {
-        Some(g) => lids_from_guid2lid(&mut fabric, g)?,
-        None => lids_from_topology(&fabric, &args.topo)?,
-    };
     progress.phase(format!("reading {}", args.lfts.display()));
     let (lfts, format) = read_tables(&args)?;
+    let lidless = fabric.end_ports().all(|p| fabric.port(p).lid.0 == 0);
+    let lids = match &args.guid2lid {
+        Some(g) => lids_from_guid2lid(&mut fabric, g)?,
+        None if lidless => lids_from_tables(&mut fabric, &lfts, &args.topo, &args.lfts)?,
+        None => lids_from_topology(&fabric, &args.topo)?,
+    };
     if let Err(mismatches) = lfts.check_against(&fabric) {
         let mut msg = format!(
             "{} does not describe the fabric of {}{}: {} mismatch(es)",
