@@ -318,7 +318,7 @@ pub struct LogConfig {
 }
 
 /// `[health]`: when a port is taken out of the subnet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HealthConfig {
     /// A link that goes down this many times within `flap_window_s` is unhealthy: left out
@@ -326,13 +326,24 @@ pub struct HealthConfig {
     pub link_flaps: u32,
     /// Seconds. Default: 60.
     pub flap_window_s: u32,
+    /// With the performance manager on: a port whose error counters grew faster than this
+    /// many per second between two reads is unhealthy. 0: never. Default: 0.
+    #[serde(deserialize_with = "rate")]
+    pub error_rate: f64,
+    /// With the performance manager on: a port whose LinkDownedCounter grew by this much
+    /// between two reads is unhealthy. 0: never. Default: 0.
+    pub link_downed: u32,
 }
+
+impl Eq for HealthConfig {}
 
 impl Default for HealthConfig {
     fn default() -> Self {
         HealthConfig {
             link_flaps: 5,
             flap_window_s: 60,
+            error_rate: 0.0,
+            link_downed: 0,
         }
     }
 }
@@ -518,6 +529,16 @@ fn vls<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
         return Err(D::Error::invalid_value(Unexpected::Unsigned(v), &"1..=15"));
     }
     Ok(v as u8)
+}
+
+fn rate<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let v = f64::deserialize(d)?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(D::Error::custom(format!(
+            "{v} is not a rate (a finite number >= 0)"
+        )));
+    }
+    Ok(v)
 }
 
 fn engines<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {

@@ -52,6 +52,9 @@ pub struct Settings {
     pub status: StatusConfig,
     /// `[perfmgr]`: whether and how often port counters are read.
     pub perfmgr: PerfMgrConfig,
+    /// `[health] error_rate`, `link_downed`: counter thresholds (with the perfmgr).
+    pub error_rate: f64,
+    pub link_downed: u32,
 }
 
 /// The settings of a configuration read from `path`.
@@ -66,6 +69,8 @@ pub fn settings(cfg: &Config, path: &Path) -> Result<Settings, ParamsError> {
         metrics: cfg.metrics.clone(),
         status: cfg.status.clone(),
         perfmgr: cfg.perfmgr.clone(),
+        error_rate: cfg.health.error_rate,
+        link_downed: cfg.health.link_downed,
     })
 }
 
@@ -303,7 +308,9 @@ mod tests {
                 s.log,
                 s.metrics,
                 s.status,
-                s.perfmgr
+                s.perfmgr,
+                s.error_rate,
+                s.link_downed
             )
         );
         (params, daemon)
@@ -456,6 +463,8 @@ mod tests {
             ("perfmgr.interval_s", "interval_s = 10".into(), Daemon),
             ("health.link_flaps", "link_flaps = 3".into(), Params),
             ("health.flap_window_s", "flap_window_s = 10".into(), Params),
+            ("health.error_rate", "error_rate = 2.5".into(), Daemon),
+            ("health.link_downed", "link_downed = 3".into(), Daemon),
             (
                 "status.event_log",
                 "event_log = \"/tmp/events.jsonl\"".into(),

@@ -97,6 +97,10 @@ pub struct PortStats {
     pub resets: u64,
     /// Errors per second between the last two reads.
     pub error_rate: f64,
+    /// How much LinkDownedCounter grew between the last two reads.
+    pub link_downed_step: u64,
+    /// The counter sweep (1, 2, ...) that read the port last.
+    pub read_in: u64,
     #[serde(skip)]
     last_at: Option<Instant>,
 }
@@ -193,7 +197,8 @@ impl PortStats {
             c.link_error_recoveries.into(),
             r,
         );
-        t.link_downed += grew(old.link_downed.into(), c.link_downed.into(), r);
+        self.link_downed_step = grew(old.link_downed.into(), c.link_downed.into(), r);
+        t.link_downed += self.link_downed_step;
         t.rcv_errors += grew(old.rcv_errors.into(), c.rcv_errors.into(), r);
         t.rcv_remote_physical_errors += grew(
             old.rcv_remote_physical_errors.into(),
@@ -345,10 +350,12 @@ impl PerfMgr {
             if let Some((_, s)) = &mut self.sweep {
                 s.answered += 1;
             }
+            let sweep = self.sweeps + 1;
             let st = self
                 .stats
                 .entry((f.target.node, f.target.port))
                 .or_default();
+            st.read_in = sweep;
             if st.update(now, &c) {
                 tracing::debug!(node = %f.target.node, port = f.target.port, "perf: counters near full; clearing");
                 self.queue.push_back((f.target, true));

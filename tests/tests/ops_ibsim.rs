@@ -376,3 +376,78 @@ fn port_counters_read_by_ibsm_are_perfquerys_and_add_up_across_resets() {
     drop(sim);
     drop(scratch);
 }
+
+#[test]
+fn a_port_whose_errors_climb_is_taken_out_of_the_routes() {
+    let scratch = Scratch::new("ops", "error-rate");
+    let dir = scratch.path();
+    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
+    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    std::fs::write(
+        dir.join("ibsm.toml"),
+        "[sm]\nsmp_timeout_ms = 50\n[perfmgr]\nenabled = true\ninterval_s = 1\n\
+         [health]\nerror_rate = 20.0\n",
+    )
+    .unwrap();
+    let log_path = dir.join("sm.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut c = sim.ibsm(
+        &ibsm_bin!(),
+        Some("host-1"),
+        &[
+            "run",
+            "--umad",
+            "--config",
+            "ibsm.toml",
+            "--state-dir",
+            "state",
+        ],
+        300,
+    );
+    c.stdout(Stdio::null()).stderr(log);
+    let mut sm = Background(c.spawn().unwrap());
+    wait_for_text(&log_path, "port counters read", 60);
+    let seen = sim.discover();
+    let sw_a = seen
+        .switches()
+        .find(|&n| seen.node(n).description == "sw-a")
+        .unwrap();
+    let lid = seen.port(seen.port_of(sw_a, 0).unwrap()).lid.0;
+    let routes_out_of_3 = |sim: &Ibsim| {
+        let t = sim.tool_ok(&["ibroute", &lid.to_string()], 20);
+        t.lines()
+            .filter(|l| l.trim_start().starts_with("0x"))
+            .filter(|l| l.split_whitespace().nth(1) == Some("003"))
+            .count()
+    };
+    assert!(
+        routes_out_of_3(&sim) > 0,
+        "sw-a routes over its port 3 at first"
+    );
+    // Thousands of symbol errors between two reads: far over 20 per second.
+    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=5000");
+    let bad = poll(Duration::from_secs(30), Duration::from_millis(200), || {
+        let s = status(dir);
+        let u = s["unhealthy"].as_array()?.clone();
+        (!u.is_empty()).then_some(u)
+    })
+    .unwrap_or_else(|| panic!("not unhealthy: {:#}", status(dir)));
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0]["port"], 3);
+    assert!(
+        bad[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("errors per second"),
+        "{bad:?}"
+    );
+    // Routed around: no LID leaves sw-a by port 3 any more.
+    let gone = poll(Duration::from_secs(20), Duration::from_millis(200), || {
+        (routes_out_of_3(&sim) == 0).then_some(())
+    });
+    assert!(gone.is_some(), "sw-a still routes over port 3");
+    let st = sm.terminate();
+    assert!(st.success(), "{st:?}");
+    drop(sim);
+    drop(scratch);
+}

@@ -638,6 +638,42 @@ struct Setup {
     ops: Option<OpsHook>,
     /// `[perfmgr]`: port counters (with --umad).
     perfmgr: sm_core::config::PerfMgrConfig,
+    /// `[health] error_rate` and `link_downed`.
+    thresholds: Thresholds,
+}
+
+/// When a port's counters make it unhealthy (0: never).
+#[derive(Debug, Clone, Copy, Default)]
+struct Thresholds {
+    error_rate: f64,
+    link_downed: u32,
+}
+
+impl Thresholds {
+    /// Ports the last counter sweep found over a threshold, with why.
+    fn crossed(&self, p: &PerfMgr) -> Vec<(sm_mad::Guid, u8, String)> {
+        let mut out = Vec::new();
+        let Some((_, n)) = p.last_sweep() else {
+            return out;
+        };
+        // Only ports that sweep read: one left out since keeps its old rate.
+        for (&(node, port), s) in p.stats().iter().filter(|(_, s)| s.read_in == n) {
+            if self.error_rate > 0.0 && s.error_rate > self.error_rate {
+                let why = format!(
+                    "{:.1} errors per second (threshold {})",
+                    s.error_rate, self.error_rate
+                );
+                out.push((node, port, why));
+            } else if self.link_downed > 0 && s.link_downed_step >= u64::from(self.link_downed) {
+                let why = format!(
+                    "link went down {} times between two counter reads (threshold {})",
+                    s.link_downed_step, self.link_downed
+                );
+                out.push((node, port, why));
+            }
+        }
+        out
+    }
 }
 
 /// What the driver loops tell the status socket and the metrics.
@@ -792,6 +828,10 @@ fn setup(
         dumps,
         ops,
         perfmgr: s.perfmgr,
+        thresholds: Thresholds {
+            error_rate: s.error_rate,
+            link_downed: s.link_downed,
+        },
     })
 }
 
@@ -1079,6 +1119,7 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
             ..PerfConfig::default()
         })
     });
+    let perf = perf.map(|p| (p, setup.thresholds));
     drive_umad(
         args, port, params, lids, &signals, &mut dumps, &mut ops, perf,
     )
@@ -1148,8 +1189,13 @@ fn drive_umad(
     signals: &std::sync::mpsc::Receiver<Sig>,
     dumps: &mut Option<Dumps>,
     ops: &mut Option<OpsHook>,
-    mut perf: Option<PerfMgr>,
+    perf: Option<(PerfMgr, Thresholds)>,
 ) -> anyhow::Result<()> {
+    let (mut perf, thresholds) = match perf {
+        Some((p, t)) => (Some(p), t),
+        None => (None, Thresholds::default()),
+    };
+    let mut perf_seen = 0;
     // The kernel needs a timeout on requests to match their responses; the core keeps its
     // own deadline (and retries), so the kernel's is the same and it never retries.
     let req_timeout_ms = u32::try_from(params.smp_timeout.as_nanos().div_ceil(1_000_000))
@@ -1240,6 +1286,13 @@ fn drive_umad(
                 p.handle_timeout(t);
             }
             perf_flush(p, &mut dev, req_timeout_ms, ops);
+            // Each finished counter sweep is held against the thresholds once.
+            if let Some((_, n)) = p.last_sweep().filter(|&(_, n)| n != perf_seen) {
+                perf_seen = n;
+                for (node, port, why) in thresholds.crossed(p) {
+                    sm.mark_unhealthy(t, node, port, why);
+                }
+            }
         }
         let t = now();
         let deadline = sm.poll_timeout();

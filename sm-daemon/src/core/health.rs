@@ -110,6 +110,18 @@ impl Health {
         true
     }
 
+    /// Marks a port unhealthy for `reason` (from outside: its error counters); true when
+    /// it was not already.
+    pub(super) fn mark(&mut self, node: Guid, port: u8, reason: String) -> bool {
+        if self.is_unhealthy(node, port) {
+            return false;
+        }
+        tracing::warn!(%node, port, "unhealthy: {reason}; taken out of the subnet");
+        self.flaps.remove(&(node, port));
+        self.unhealthy.insert((node, port), reason);
+        true
+    }
+
     /// Takes a port back in; true when it was unhealthy.
     pub(super) fn clear(&mut self, node: Guid, port: u8) -> bool {
         self.flaps.remove(&(node, port));

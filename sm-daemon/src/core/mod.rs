@@ -472,6 +472,18 @@ impl Sm {
         self.health.list()
     }
 
+    /// Takes a port out of the subnet for `reason` (its error counters crossed a threshold):
+    /// a heavy sweep leaves its link out. False when it was out already.
+    pub fn mark_unhealthy(&mut self, now: Instant, node: Guid, port: u8, reason: String) -> bool {
+        if !self.health.mark(node, port, reason) {
+            return false;
+        }
+        self.events.push_back(Event::HealthChanged);
+        self.trigger = Some(format!("{node}[{port}] unhealthy"));
+        self.request_sweep(now, true);
+        true
+    }
+
     /// Takes an unhealthy port back (an admin fixed its cable): a heavy sweep brings its
     /// link into the subnet again. False when the port was not unhealthy.
     pub fn clear_unhealthy(&mut self, now: Instant, node: Guid, port: u8) -> bool {
