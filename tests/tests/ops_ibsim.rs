@@ -31,37 +31,50 @@ fn status(dir: &std::path::Path) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-fn a_running_sm_is_scraped_by_prometheus_and_asked_by_ibsm_status() {
-    let scratch = Scratch::new("ops", "2sw-2path-4ca");
+/// ibsim on `2sw-2path-4ca.net` (console open; `before` sent to it first) and
+/// `ibsm run --umad` on host-1 with configuration `config`, state in `state/`, `extra`
+/// flags, logging to `sm.log` (returned).
+fn sm_on(
+    name: &str,
+    config: &str,
+    extra: &[&str],
+    before: &[&str],
+) -> (Scratch, Ibsim, Background, std::path::PathBuf) {
+    let scratch = Scratch::new("ops", name);
     let dir = scratch.path();
     std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
     let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
+    std::fs::write(dir.join("ibsm.toml"), config).unwrap();
+    for line in before {
+        sim.console(line);
+    }
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    // A link that goes down twice within a minute is unhealthy.
-    std::fs::write(
-        dir.join("ibsm.toml"),
-        "[sm]\nsmp_timeout_ms = 50\n[health]\nlink_flaps = 2\nflap_window_s = 60\n",
-    )
-    .unwrap();
-    let mut c = sim.ibsm(
-        &ibsm_bin!(),
-        Some("host-1"),
-        &[
-            "run",
-            "--umad",
-            "--config",
-            "ibsm.toml",
-            "--state-dir",
-            "state",
-            "--metrics",
-            METRICS,
-        ],
-        300,
-    );
+    let mut args = vec![
+        "run",
+        "--umad",
+        "--config",
+        "ibsm.toml",
+        "--state-dir",
+        "state",
+    ];
+    args.extend_from_slice(extra);
+    let mut c = sim.ibsm(&ibsm_bin!(), Some("host-1"), &args, 300);
     c.stdout(Stdio::null()).stderr(log);
-    let mut sm = Background(c.spawn().unwrap());
+    let sm = Background(c.spawn().unwrap());
+    (scratch, sim, sm, log_path)
+}
+
+#[test]
+fn a_running_sm_is_scraped_by_prometheus_and_asked_by_ibsm_status() {
+    // A link that goes down twice within a minute is unhealthy.
+    let (scratch, mut sim, mut sm, log_path) = sm_on(
+        "2sw-2path-4ca",
+        "[sm]\nsmp_timeout_ms = 50\n[health]\nlink_flaps = 2\nflap_window_s = 60\n",
+        &["--metrics", METRICS],
+        &[],
+    );
+    let dir = scratch.path();
     wait_for_text(&log_path, "sweeping until", 60);
 
     // promtool lints the exposition.
@@ -292,34 +305,16 @@ fn perf_field(text: &str, name: &str) -> u64 {
 
 #[test]
 fn port_counters_read_by_ibsm_are_perfquerys_and_add_up_across_resets() {
-    let scratch = Scratch::new("ops", "perfmgr");
-    let dir = scratch.path();
-    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
-    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
-    std::fs::write(
-        dir.join("ibsm.toml"),
+    let (scratch, mut sim, mut sm, log_path) = sm_on(
+        "perfmgr",
         "[sm]\nsmp_timeout_ms = 50\n[perfmgr]\nenabled = true\ninterval_s = 1\n",
-    )
-    .unwrap();
-    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=42");
-    sim.console("PerformanceSet \"sw-a\"[3] PortCounters.LinkDownedCounter=3");
-    let log_path = dir.join("sm.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = sim.ibsm(
-        &ibsm_bin!(),
-        Some("host-1"),
+        &[],
         &[
-            "run",
-            "--umad",
-            "--config",
-            "ibsm.toml",
-            "--state-dir",
-            "state",
+            "PerformanceSet \"sw-a\"[3] PortCounters.SymbolErrorCounter=42",
+            "PerformanceSet \"sw-a\"[3] PortCounters.LinkDownedCounter=3",
         ],
-        300,
     );
-    c.stdout(Stdio::null()).stderr(log);
-    let mut sm = Background(c.spawn().unwrap());
+    let dir = scratch.path();
     wait_for_text(&log_path, "sweeping until", 60);
     let seen = sim.discover();
     let sw_a = seen
@@ -379,33 +374,14 @@ fn port_counters_read_by_ibsm_are_perfquerys_and_add_up_across_resets() {
 
 #[test]
 fn a_port_whose_errors_climb_is_taken_out_of_the_routes() {
-    let scratch = Scratch::new("ops", "error-rate");
-    let dir = scratch.path();
-    std::fs::write(dir.join("fabric.net"), fabric_file("2sw-2path-4ca.net")).unwrap();
-    let mut sim = Ibsim::start(dir, "fabric.net", &[], true);
-    std::fs::write(
-        dir.join("ibsm.toml"),
+    let (scratch, mut sim, mut sm, log_path) = sm_on(
+        "error-rate",
         "[sm]\nsmp_timeout_ms = 50\n[perfmgr]\nenabled = true\ninterval_s = 1\n\
          [health]\nerror_rate = 20.0\n",
-    )
-    .unwrap();
-    let log_path = dir.join("sm.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut c = sim.ibsm(
-        &ibsm_bin!(),
-        Some("host-1"),
-        &[
-            "run",
-            "--umad",
-            "--config",
-            "ibsm.toml",
-            "--state-dir",
-            "state",
-        ],
-        300,
+        &[],
+        &[],
     );
-    c.stdout(Stdio::null()).stderr(log);
-    let mut sm = Background(c.spawn().unwrap());
+    let dir = scratch.path();
     wait_for_text(&log_path, "port counters read", 60);
     let seen = sim.discover();
     let sw_a = seen

@@ -454,12 +454,8 @@ fn reload(args: &Args, sm: &mut Sm, now: sm_daemon::core::Instant, ops: &mut Opt
     }
 }
 
-/// The parameters of the configuration file read again, the run's flags over it.
-fn reload_params(args: &Args) -> anyhow::Result<Option<Params>> {
-    let Some(path) = &args.config else {
-        return Ok(None);
-    };
-    let mut cfg = Config::load(path)?;
+/// The flags that override the configuration file.
+fn flags_over(args: &Args, cfg: &mut Config) {
     if let Some(r) = &args.routing {
         cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
     }
@@ -469,6 +465,15 @@ fn reload_params(args: &Args) -> anyhow::Result<Option<Params>> {
     if let Some(p) = args.priority {
         cfg.sm.sm_priority = p;
     }
+}
+
+/// The parameters of the configuration file read again, the run's flags over it.
+fn reload_params(args: &Args) -> anyhow::Result<Option<Params>> {
+    let Some(path) = &args.config else {
+        return Ok(None);
+    };
+    let mut cfg = Config::load(path)?;
+    flags_over(args, &mut cfg);
     let s = sm_daemon::config::settings(&cfg, path)
         .with_context(|| format!("configuration {}", path.display()))?;
     Ok(Some(s.params))
@@ -789,15 +794,7 @@ fn setup(
     (mut cfg, path): (Config, PathBuf),
     smp_timeout_ms: u64,
 ) -> anyhow::Result<Setup> {
-    if let Some(r) = &args.routing {
-        cfg.routing.engines = r.split(',').map(|s| s.trim().to_string()).collect();
-    }
-    if let Some(l) = args.lmc {
-        cfg.sm.lmc = l;
-    }
-    if let Some(p) = args.priority {
-        cfg.sm.sm_priority = p;
-    }
+    flags_over(args, &mut cfg);
     if args.state_dir.is_none() && args.config.is_some() {
         args.state_dir = Some(cfg.sm.state_dir.clone());
     }
