@@ -284,6 +284,23 @@ impl LidStore {
     /// Parses `guid2lid` text. Every malformed, misaligned or overlapping entry is an error
     /// naming its line: a store is never half-loaded.
     pub fn from_guid2lid(text: &str, file: &Path) -> Result<LidStore, LidFileError> {
+        let (store, mut bad) = LidStore::read_guid2lid(text, file, true);
+        match bad.pop() {
+            Some(e) => Err(e),
+            None => Ok(store),
+        }
+    }
+
+    /// Reads a `guid2lid` file's text keeping what it can: a line that does not read, or
+    /// claims a GUID or LID an earlier line has, is skipped and returned as an error (with
+    /// its line), the rest kept. An SM must start with the LIDs it can trust rather than
+    /// refuse to start over one bad line.
+    pub fn from_guid2lid_lenient(text: &str, file: &Path) -> (LidStore, Vec<LidFileError>) {
+        LidStore::read_guid2lid(text, file, false)
+    }
+
+    /// `strict`: stop at the first bad line (its error is the only one returned).
+    fn read_guid2lid(text: &str, file: &Path, strict: bool) -> (LidStore, Vec<LidFileError>) {
         let err = |line: usize, what: String| LidFileError {
             file: file.to_path_buf(),
             line,
@@ -291,61 +308,82 @@ impl LidStore {
         };
         let mut by_guid = HashMap::new();
         let mut owner: HashMap<u16, (Guid, usize)> = HashMap::new();
+        let mut bad = Vec::new();
         for (n, raw) in text.lines().enumerate() {
             let line = n + 1;
             let t = raw.trim();
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
-            let f: Vec<&str> = t.split_whitespace().collect();
-            if f.len() != 3 {
-                return Err(err(
-                    line,
-                    format!("expected `<guid> <min lid> <max lid>`, got \"{t}\""),
-                ));
-            }
-            let num = |s: &str, what: &str| {
-                let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
-                match h {
-                    Some(h) => u64::from_str_radix(h, 16),
-                    None => s.parse::<u64>(),
-                }
-                .map_err(|_| err(line, format!("{what}: \"{s}\" is not a number")))
-            };
-            let guid: Guid = f[0]
-                .parse()
-                .map_err(|e| err(line, format!("guid: \"{}\" is not a GUID: {e}", f[0])))?;
-            let (lo, hi) = (num(f[1], "min lid")?, num(f[2], "max lid")?);
-            if lo == 0 || hi > MAX_UNICAST as u64 || lo > hi {
-                return Err(err(
-                    line,
-                    format!("LID range {lo:#x}..{hi:#x} is not a unicast range"),
-                ));
-            }
-            let len = hi - lo + 1;
-            if !len.is_power_of_two() || len > 128 || lo % len != 0 {
-                return Err(err(
-                    line,
-                    format!("LID range {lo:#x}..{hi:#x} is not 2^LMC LIDs aligned to its size"),
-                ));
-            }
-            let r = LidRange {
-                base: Lid(lo as u16),
-                lmc: len.trailing_zeros() as u8,
-            };
-            if by_guid.insert(guid, r).is_some() {
-                return Err(err(line, format!("GUID {guid} appears twice")));
-            }
-            for l in r.lids() {
-                if let Some((other, at)) = owner.insert(l, (guid, line)) {
+            let parsed = (|| {
+                let f: Vec<&str> = t.split_whitespace().collect();
+                if f.len() != 3 {
                     return Err(err(
                         line,
-                        format!("LID {l:#x} of {guid} is also given to {other} (line {at})"),
+                        format!("expected `<guid> <min lid> <max lid>`, got \"{t}\""),
                     ));
+                }
+                let num = |s: &str, what: &str| {
+                    let h = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X"));
+                    match h {
+                        Some(h) => u64::from_str_radix(h, 16),
+                        None => s.parse::<u64>(),
+                    }
+                    .map_err(|_| err(line, format!("{what}: \"{s}\" is not a number")))
+                };
+                let guid: Guid = f[0]
+                    .parse()
+                    .map_err(|e| err(line, format!("guid: \"{}\" is not a GUID: {e}", f[0])))?;
+                let (lo, hi) = (num(f[1], "min lid")?, num(f[2], "max lid")?);
+                if lo == 0 || hi > MAX_UNICAST as u64 || lo > hi {
+                    return Err(err(
+                        line,
+                        format!("LID range {lo:#x}..{hi:#x} is not a unicast range"),
+                    ));
+                }
+                let len = hi - lo + 1;
+                if !len.is_power_of_two() || len > 128 || lo % len != 0 {
+                    return Err(err(
+                        line,
+                        format!(
+                            "LID range {lo:#x}..{hi:#x} is not an aligned power-of-two \
+                             range of at most 128 LIDs"
+                        ),
+                    ));
+                }
+                let r = LidRange {
+                    base: Lid(lo as u16),
+                    lmc: len.trailing_zeros() as u8,
+                };
+                if by_guid.contains_key(&guid) {
+                    return Err(err(line, format!("GUID {guid} appears twice")));
+                }
+                for l in r.lids() {
+                    if let Some(&(other, at)) = owner.get(&l) {
+                        return Err(err(
+                            line,
+                            format!("LID {l:#x} of {guid} is also given to {other} (line {at})"),
+                        ));
+                    }
+                }
+                Ok((guid, r))
+            })();
+            match parsed {
+                Ok((guid, r)) => {
+                    for l in r.lids() {
+                        owner.insert(l, (guid, line));
+                    }
+                    by_guid.insert(guid, r);
+                }
+                Err(e) => {
+                    bad.push(e);
+                    if strict {
+                        break;
+                    }
                 }
             }
         }
-        Ok(LidStore { by_guid })
+        (LidStore { by_guid }, bad)
     }
 
     /// Loads a `guid2lid` file; a missing file is an empty store.
@@ -361,12 +399,37 @@ impl LidStore {
         }
     }
 
-    /// Saves atomically (write a temporary file beside it, then rename), so a crash never
-    /// leaves a half-written store.
+    /// Saves so that a crash or a full disk never leaves a half-written store: a new
+    /// temporary file beside it (created exclusively, so a link planted there is not
+    /// followed), written and synced, renamed over the store, the directory synced.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, self.to_guid2lid())?;
-        std::fs::rename(&tmp, path)
+        // A temporary file left by a crash is ours to replace; a symlink is removed, not
+        // followed.
+        match std::fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let written = (|| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)?;
+            f.write_all(self.to_guid2lid().as_bytes())?;
+            f.sync_all()
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        std::fs::rename(&tmp, path)?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Ok(d) = std::fs::File::open(dir.unwrap_or(Path::new("."))) {
+            // Not every filesystem syncs a directory; the rename is done either way.
+            let _ = d.sync_all();
+        }
+        Ok(())
     }
 }
 
@@ -397,6 +460,50 @@ mod tests {
             .collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_lenient_read_keeps_the_good_lines_and_names_the_bad() {
+        let text = "0x0000000000000001 0x0001 0x0001\n\
+                    garbage here\n\
+                    0x0000000000000002 0x0002 0x0002\n\
+                    0x0000000000000003 0x0002 0x0002\n\
+                    0x0000000000000001 0x0009 0x0009\n\
+                    0x0000000000000004 0x0005 0x0006\n";
+        let file = Path::new("sd/guid2lid");
+        let (s, bad) = LidStore::from_guid2lid_lenient(text, file);
+        assert_eq!(
+            s.get(Guid(1)).map(|r| r.base),
+            Some(Lid(1)),
+            "first claim kept"
+        );
+        assert_eq!(s.get(Guid(2)).map(|r| r.base), Some(Lid(2)));
+        assert_eq!(s.get(Guid(3)), None, "its LID belongs to line 3");
+        assert_eq!(s.get(Guid(4)), None, "misaligned");
+        let lines: Vec<usize> = bad.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [2, 4, 5, 6]);
+        assert!(bad[2].to_string().contains("appears twice"), "{}", bad[2]);
+        // Strict: the first bad line is the error.
+        let e = LidStore::from_guid2lid(text, file).unwrap_err();
+        assert_eq!(e.line, 2);
+    }
+
+    #[test]
+    fn save_replaces_a_planted_link_instead_of_writing_through_it() {
+        let dir = std::env::temp_dir().join(format!("ibsm-lid-save-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("guid2lid");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.join("guid2lid.tmp")).unwrap();
+        let mut f = fabric(2);
+        let mut s = LidStore::new();
+        s.assign(&mut f, 0).unwrap();
+        s.save(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(LidStore::load(&path).unwrap(), s);
+        assert!(!dir.join("guid2lid.tmp").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

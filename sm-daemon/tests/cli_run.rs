@@ -95,6 +95,55 @@ fn bad_arguments_are_clear_errors() {
 }
 
 #[test]
+fn a_bad_guid2lid_line_is_skipped_and_an_unwritable_state_dir_does_not_stop_the_sm() {
+    let dir = std::env::temp_dir().join(format!("ibsm-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    succeed(ibsm().args(["run", "--sim", "--once", "--state-dir", d]));
+    let path = dir.join("guid2lid");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let first = text
+        .lines()
+        .find(|l| l.starts_with("0x"))
+        .unwrap()
+        .to_string();
+    // One good line, one that is not a line at all, the rest dropped: that port keeps its
+    // LID, the others get theirs again.
+    std::fs::write(&path, format!("{first}\ngarbage\n")).unwrap();
+    let out = succeed(
+        ibsm()
+            .args(["run", "--sim", "--once", "--state-dir", d])
+            .env("RUST_LOG", "warn"),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("guid2lid:2") && err.contains("line skipped"),
+        "{err}"
+    );
+    let again = std::fs::read_to_string(&path).unwrap();
+    assert!(again.contains(&first), "{first} kept:\n{again}");
+    assert_eq!(again.lines().filter(|l| l.starts_with("0x")).count(), 90);
+
+    // A state directory that cannot be made: logged, and the SM serves on.
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let mut child = ibsm()
+        .args(["run", "--sim", "--state-dir"])
+        .arg(blocker.join("state"))
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    wait_for(&mut lines, "tries again after each sweep");
+    wait_for(&mut lines, "sweeping until SIGINT/SIGTERM");
+    assert!(child.try_wait().unwrap().is_none(), "the SM stopped");
+    signal(&child, "-TERM");
+    let _ = child.wait().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn daemon_stops_on_sigterm_and_keeps_its_lids() {
     let dir = std::env::temp_dir().join(format!("ibsm-run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -333,6 +333,35 @@ fn run_commands(ops: &mut Option<OpsHook>, sm: &mut Sm, now: sm_daemon::core::In
     }
 }
 
+/// Set while the LID store's last save failed: it is tried again after every sweep.
+static LIDS_UNSAVED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Saves the LID store while the SM runs: a failure (full disk, read-only directory) is
+/// logged and tried again after the next sweeps, never a reason to stop a running master
+/// (OpenSM warns and goes on too); the store in memory is whole either way.
+fn keep_lids(args: &Args, sm: &Sm) {
+    use std::sync::atomic::Ordering;
+    match save_lids(args, sm) {
+        Ok(()) => {
+            if LIDS_UNSAVED.swap(false, Ordering::Relaxed) {
+                tracing::info!("LIDs saved again");
+            }
+        }
+        Err(e) => {
+            if !LIDS_UNSAVED.swap(true, Ordering::Relaxed) {
+                tracing::error!("{e:#}; the SM runs on and tries again after each sweep");
+            }
+        }
+    }
+}
+
+/// After a sweep: the LID store again, if its last save failed.
+fn retry_lids(args: &Args, sm: &Sm) {
+    if LIDS_UNSAVED.load(std::sync::atomic::Ordering::Relaxed) {
+        keep_lids(args, sm);
+    }
+}
+
 fn save_lids(args: &Args, sm: &Sm) -> anyhow::Result<()> {
     if let Some(d) = &args.state_dir {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -365,9 +394,12 @@ fn serve(
             while let Some(e) = driver.sm.poll_event() {
                 ops_event(ops, &driver.sm, &e);
                 match e {
-                    Event::LidsChanged => save_lids(args, &driver.sm)?,
+                    Event::LidsChanged => keep_lids(args, &driver.sm),
                     Event::HealthChanged => save_unhealthy(args, &driver.sm),
-                    Event::SweepDone(_) => write_dumps_serving(dumps, &driver.sm, false),
+                    Event::SweepDone(_) => {
+                        retry_lids(args, &driver.sm);
+                        write_dumps_serving(dumps, &driver.sm, false);
+                    }
                     _ => {}
                 }
             }
@@ -627,7 +659,21 @@ fn load_lids(args: &Args, setup: &Setup) -> anyhow::Result<LidStore> {
         );
         return Ok(LidStore::new());
     }
-    Ok(LidStore::load(&path)?)
+    // A bad line is skipped with a warning: the ports it named get fresh LIDs, the rest
+    // keep theirs (OpenSM warns and goes on too).
+    let text = match std::fs::read(&path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LidStore::new()),
+        Err(e) => {
+            tracing::error!("{}: {e}; every port gets a LID afresh", path.display());
+            return Ok(LidStore::new());
+        }
+    };
+    let (store, bad) = LidStore::from_guid2lid_lenient(&text, &path);
+    for e in &bad {
+        tracing::warn!("{e}; line skipped");
+    }
+    Ok(store)
 }
 
 /// What a run takes from the configuration file (or the defaults) and the flags.
@@ -710,13 +756,26 @@ impl OpsHook {
         if listen.is_none() && socket.is_none() && events.is_none() {
             return Ok(None);
         }
-        for p in [&socket, &events].into_iter().flatten() {
-            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
+        // What cannot be made is left out, loudly: the SM runs without it.
+        let usable = |p: Option<PathBuf>| {
+            let p = p?;
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            match dir.map(std::fs::create_dir_all) {
+                Some(Err(e)) => {
+                    tracing::error!("{}: {e}; running without it", p.display());
+                    None
+                }
+                _ => Some(p),
             }
-        }
-        let ops = Ops::new(priority, events.as_deref())?;
+        };
+        let (socket, events) = (usable(socket), usable(events));
+        let ops = match Ops::new(priority, events.as_deref()) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::error!("{e}; running without an event log");
+                Ops::new(priority, None)?
+            }
+        };
         let shared = Arc::new(Mutex::new(ops));
         // The SM runs without what cannot be served (a port or socket in use), loudly.
         let mut want = (listen, socket.clone());
@@ -809,7 +868,11 @@ fn setup(
     p.smp_timeout = std::time::Duration::from_millis(ms);
     p.stopwatch = Some(monotonic_ns);
     if let Some(d) = &args.state_dir {
-        p.unhealthy = sm_daemon::ops::read_unhealthy(&d.join(sm_daemon::ops::UNHEALTHY_FILE))?;
+        p.unhealthy = sm_daemon::ops::read_unhealthy(&d.join(sm_daemon::ops::UNHEALTHY_FILE))
+            .unwrap_or_else(|e| {
+                tracing::error!("{e}; starting with no port marked unhealthy");
+                Vec::new()
+            });
         for u in &p.unhealthy {
             tracing::info!(node = %u.node, port = u.port, reason = %u.reason, "unhealthy port kept out");
         }
@@ -981,7 +1044,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     }) {
         ops_event(&mut ops, &driver.sm, &e);
         match e {
-            Event::LidsChanged => save_lids(&args, &driver.sm)?,
+            Event::LidsChanged => keep_lids(&args, &driver.sm),
             Event::HealthChanged => save_unhealthy(&args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(&mut dumps, &driver.sm)?;
@@ -1040,7 +1103,7 @@ fn replay(
         )
     }) {
         match e {
-            Event::LidsChanged => save_lids(args, &driver.sm)?,
+            Event::LidsChanged => keep_lids(args, &driver.sm),
             Event::HealthChanged => save_unhealthy(args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(dumps, &driver.sm)?;
@@ -1240,9 +1303,10 @@ fn drive_umad(
         while let Some(e) = sm.poll_event() {
             ops_event(ops, &sm, &e);
             match e {
-                Event::LidsChanged => save_lids(args, &sm)?,
+                Event::LidsChanged => keep_lids(args, &sm),
                 Event::HealthChanged => save_unhealthy(args, &sm),
                 Event::SweepDone(r) => {
+                    retry_lids(args, &sm);
                     if serving {
                         write_dumps_serving(dumps, &sm, false);
                     } else {
