@@ -169,6 +169,36 @@ fn a_better_sm_that_comes_later_is_handed_the_subnet() {
 }
 
 #[test]
+fn an_sm_without_our_sm_key_is_ignored_however_high_its_priority() {
+    // A master at priority 2 comes up; a rogue at priority 15 with another SM_Key starts.
+    let f = fabric();
+    let cas = ca_ports(&f);
+    let mut d = SimDriver::new(&f, cas[0], params(2), LidStore::new(), SimConfig::default());
+    d.start();
+    assert!(d.run_while(10 * SECOND, |d| d.sm.is_up()), "master up");
+    let rogue = Params {
+        sm_key: 0xbad,
+        ..params(15)
+    };
+    d.add_sm(*cas.last().unwrap(), rogue, LidStore::new());
+    d.start_peer(0);
+    d.run_while(20 * SECOND, |_| false);
+    assert_eq!(
+        d.sm.sm_state(),
+        SmState::Master,
+        "the master kept the subnet"
+    );
+    let rogue_guid = port_guid(&f, *cas.last().unwrap());
+    assert!(
+        d.sm.remote_sms().iter().all(|r| r.guid != rogue_guid),
+        "the rogue is not counted as an SM: {:?}",
+        d.sm.remote_sms()
+    );
+    assert!(d.sm.is_up());
+    all_pairs_delivered(&d, "with a rogue SM present");
+}
+
+#[test]
 fn equal_priorities_elect_the_lower_guid() {
     let f = fabric();
     let cas = ca_ports(&f);

@@ -159,9 +159,15 @@ impl Sim {
                 FaultParam::Delay(d) => f.delay_ns = d,
             }),
             Action::ClearFaults(target) => self.modify_faults(&target, |f| *f = Faults::default()),
-            Action::StartSm { port, priority } => {
-                self.sm_events.push_back(SmEvent::Start { port, priority })
-            }
+            Action::StartSm {
+                port,
+                priority,
+                sm_key,
+            } => self.sm_events.push_back(SmEvent::Start {
+                port,
+                priority,
+                sm_key,
+            }),
             Action::StopSm(port) => self.sm_events.push_back(SmEvent::Stop { port }),
         }
     }
@@ -487,9 +493,14 @@ impl Names {
                 param: *param,
             },
             Action::ClearFaults(t) => Action::ClearFaults(self.target(sim, t)?),
-            Action::StartSm { port, priority } => Action::StartSm {
+            Action::StartSm {
+                port,
+                priority,
+                sm_key,
+            } => Action::StartSm {
                 port: self.port(sim, port)?,
                 priority: *priority,
+                sm_key: *sm_key,
             },
             Action::StopSm(p) => Action::StopSm(self.port(sim, p)?),
         })

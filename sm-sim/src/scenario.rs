@@ -47,7 +47,7 @@
 //! | `reorder P TIME [TARGET]` | probability that a MAD is held back by up to TIME, so later ones overtake it |
 //! | `delay TIME [TARGET]` | fixed extra latency |
 //! | `clear-faults [TARGET]` | loss, duplicate, reorder and delay back to none |
-//! | `start-sm PORT [priority N]` | an SM starts on an end port (a CA port or a switch's port 0), SMInfo priority N (default 0) |
+//! | `start-sm PORT [priority N] [sm-key K]` | an SM starts on an end port (a CA port or a switch's port 0), SMInfo priority N (default 0), SM_Key K (default: the running SM's) |
 //! | `stop-sm PORT` | the SM on that port dies (answers nothing from then on) |
 //!
 //! TARGET is `link PORT` (each crossing of that link, either way), `node NODE` (every SMP
@@ -154,6 +154,8 @@ pub enum Action<N = NodeRef, P = PortRef> {
     StartSm {
         port: P,
         priority: u8,
+        /// Its SM_Key; `None`: the same as the SM under test.
+        sm_key: Option<u64>,
     },
     /// The SM on an end port dies: it answers nothing from then on.
     StopSm(P),
@@ -198,6 +200,8 @@ pub enum ScenarioErrorKind {
     NotAnEndPort(String),
     #[error("bad SM priority {0:?} (expected 0 to 15)")]
     BadPriority(String),
+    #[error("bad SM_Key {0:?} (expected a 64-bit number, 0x... or decimal)")]
+    BadSmKey(String),
     #[error("bad node {0:?} (expected 0xGUID or \"description\")")]
     BadNode(String),
     #[error("bad port {0:?} (expected NODE[number], number 0..=254)")]
@@ -608,7 +612,22 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             } else {
                 0
             };
-            Action::StartSm { port, priority }
+            let sm_key = if l.peek_word().as_deref() == Some("sm-key") {
+                l.toks.next();
+                let w = l.word("an SM_Key")?;
+                let v = w.strip_prefix("0x").map_or_else(
+                    || w.parse::<u64>().ok(),
+                    |h| u64::from_str_radix(h, 16).ok(),
+                );
+                Some(v.ok_or(Kind::BadSmKey(w))?)
+            } else {
+                None
+            };
+            Action::StartSm {
+                port,
+                priority,
+                sm_key,
+            }
         }
         "stop-sm" => Action::StopSm(l.port()?),
         _ => return Err(Kind::UnknownAction(verb)),
@@ -739,7 +758,8 @@ mod tests {
             s.events[18].action,
             Action::StartSm {
                 port: host.clone(),
-                priority: 9
+                priority: 9,
+                sm_key: None,
             }
         );
         assert_eq!(s.events[19].action, Action::StopSm(host));
@@ -750,7 +770,8 @@ mod tests {
                     node: NodeRef::Guid(Guid(5)),
                     port: 0
                 },
-                priority: 0
+                priority: 0,
+                sm_key: None,
             }
         );
         assert_eq!(s.events[0].line, 3);
@@ -795,6 +816,34 @@ mod tests {
                 target: Target::Fabric,
                 param: FaultParam::Reorder(0.2, 3_000)
             }
+        );
+    }
+
+    #[test]
+    fn start_sm_takes_an_sm_key() {
+        let port = PortRef {
+            node: desc("h"),
+            port: 1,
+        };
+        assert_eq!(
+            one("at 0 start-sm \"h\"[1] priority 15 sm-key 0xbad"),
+            Ok(Action::StartSm {
+                port: port.clone(),
+                priority: 15,
+                sm_key: Some(0xbad),
+            })
+        );
+        assert_eq!(
+            one("at 0 start-sm \"h\"[1] sm-key 7"),
+            Ok(Action::StartSm {
+                port,
+                priority: 0,
+                sm_key: Some(7),
+            })
+        );
+        assert_eq!(
+            one("at 0 start-sm \"h\"[1] sm-key nope"),
+            Err(Kind::BadSmKey("nope".into()))
         );
     }
 

@@ -271,8 +271,15 @@ pub struct Sim {
 /// whoever drives the simulation ([`Sim::poll_sm_event`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmEvent {
-    Start { port: PortIdx, priority: u8 },
-    Stop { port: PortIdx },
+    Start {
+        port: PortIdx,
+        priority: u8,
+        /// `None`: the SM under test's.
+        sm_key: Option<u64>,
+    },
+    Stop {
+        port: PortIdx,
+    },
 }
 
 /// Whether a MAD arriving at a node is for its agent (rather than an endpoint there).

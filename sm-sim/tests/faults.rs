@@ -591,7 +591,8 @@ fn sm_starts_and_stops_go_to_the_driver_in_time_order() {
         sim.poll_sm_event(),
         Some(sm_sim::SmEvent::Start {
             port: port(&f, "sw-a", 0),
-            priority: 7
+            priority: 7,
+            sm_key: None,
         })
     );
     assert_eq!(

@@ -18,7 +18,7 @@ use sm_mad::{
     Guid, Lid, MadStatus, Method, attr, node_description, node_info, sm_info, smp, switch_info,
 };
 
-use super::election::RemoteSm;
+use super::election::{RemoteSm, key_matches};
 use super::model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 use super::requests::DestKey;
 use super::{Purpose, Target, Work, dest};
@@ -43,6 +43,8 @@ pub(super) struct Discovery {
     ports: IdxVec<PortIdx, PortFacts>,
     own: Option<PortIdx>,
     sms: Vec<RemoteSm>,
+    /// Our SM_Key: another SM counts only if it answers with it (0: any).
+    sm_key: u64,
     sm_asks: u64,
     queue: VecDeque<Work>,
     /// Gets that went unanswered this pass.
@@ -70,9 +72,10 @@ fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: DrPath, dest: DestKe
 impl Discovery {
     /// A discovery that starts with the SM's own node; `skip` are destinations not to ask
     /// this time.
-    pub(super) fn start(skip: HashSet<DestKey>) -> Discovery {
+    pub(super) fn start(skip: HashSet<DestKey>, sm_key: u64) -> Discovery {
         let mut d = Discovery {
             skip,
+            sm_key,
             ..Discovery::default()
         };
         d.queue.push_back(get(
@@ -351,6 +354,15 @@ impl Discovery {
     }
 
     fn on_sm_info(&mut self, port: PortIdx, info: sm_info::Repr) {
+        if !key_matches(self.sm_key, &info) {
+            tracing::error!(
+                sm = %info.guid,
+                priority = info.priority,
+                "an SM whose SM_Key is not ours ({:#x}): ignored, as OpenSM does",
+                info.sm_key
+            );
+            return;
+        }
         let lid = self.ports[port].info.map_or(Lid(0), |pi| pi.lid);
         let path = self.route_to(port).unwrap_or_default();
         self.sms.retain(|r| r.guid != info.guid);

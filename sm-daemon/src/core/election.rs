@@ -117,6 +117,12 @@ pub(super) struct Election {
     remote: Vec<RemoteSm>,
 }
 
+/// Whether another SM's SMInfo proves it holds our SM_Key (any SM counts when ours is 0, as
+/// OpenSM): an SM that does not is ignored, never stood by for nor handed the subnet.
+pub(super) fn key_matches(ours: u64, theirs: &sm_info::Repr) -> bool {
+    ours == 0 || theirs.sm_key == ours
+}
+
 /// Whether an SM of (priority `a`, GUID `ag`) outranks one of (`b`, `bg`): the higher priority,
 /// then the lower GUID.
 pub(super) fn outranks(a: u8, ag: Guid, b: u8, bg: Guid) -> bool {

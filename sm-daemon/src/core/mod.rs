@@ -957,7 +957,7 @@ impl Sm {
             .filter(|(_, b)| b.until_sweep > n)
             .map(|(&d, _)| d)
             .collect();
-        self.phase = Phase::Discover(Box::new(discover::Discovery::start(skip)));
+        self.phase = Phase::Discover(Box::new(discover::Discovery::start(skip, self.p.sm_key)));
         self.pump(now);
     }
 
@@ -1973,8 +1973,10 @@ impl Sm {
                     .on_control_answer(now, control, to, s.status, info.map(|i| i.guid))
             }
             Ask::Light => match info.filter(|_| s.status == MadStatus::OK) {
-                Some(i) => self.election.on_light_info(i, me),
-                None => Vec::new(),
+                Some(i) if election::key_matches(self.p.sm_key, &i) => {
+                    self.election.on_light_info(i, me)
+                }
+                _ => Vec::new(),
             },
         };
         self.act(now, actions);

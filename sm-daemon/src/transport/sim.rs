@@ -162,15 +162,23 @@ impl SimDriver {
     fn scenario_sms(&mut self) {
         while let Some(e) = self.sim.poll_sm_event() {
             match e {
-                SmEvent::Start { port, priority } => {
+                SmEvent::Start {
+                    port,
+                    priority,
+                    sm_key,
+                } => {
                     if port == self.sm_port || self.peers.iter().any(|p| p.port == port) {
                         tracing::warn!(?port, "start-sm: an SM already ran on that port");
                         continue;
                     }
-                    let params = Params {
+                    let mut params = Params {
                         sm_priority: priority,
                         ..self.template.clone()
                     };
+                    if let Some(k) = sm_key {
+                        params.sm_key = k;
+                        params.sa.sa_key = k;
+                    }
                     let i = self.add_sm(port, params, LidStore::new());
                     self.start_peer(i);
                 }
