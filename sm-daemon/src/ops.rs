@@ -183,6 +183,7 @@ struct Metrics {
     port_errors: Counter,
     port_link_downed: Counter,
     perf_unanswered: Gauge,
+    traps_ignored: Family<KindLabel, Counter>,
 }
 
 const SM_STATES: [(SmState, &str); 4] = [
@@ -224,6 +225,7 @@ impl Metrics {
             port_errors: Counter::default(),
             port_link_downed: Counter::default(),
             perf_unanswered: Gauge::default(),
+            traps_ignored: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -307,6 +309,12 @@ impl Metrics {
             "Ports whose counters the last counter sweep could not read",
             m.perf_unanswered.clone(),
         );
+        registry.register(
+            "traps_ignored",
+            "Traps not acted on, by why (muted: their issuer babbled; forged: they named \
+             another issuer than their sender)",
+            m.traps_ignored.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
@@ -355,6 +363,7 @@ pub struct Ops {
     commands: Vec<Command>,
     perf: Option<PerfTable>,
     perf_sums: (u64, u64, u64),
+    last_ignored: (u64, u64),
 }
 
 impl std::fmt::Debug for Ops {
@@ -400,6 +409,7 @@ impl Ops {
             commands: Vec::new(),
             perf: None,
             perf_sums: (0, 0, 0),
+            last_ignored: (0, 0),
         })
     }
 
@@ -417,6 +427,17 @@ impl Ops {
         m.smps_retried.inc_by(d.retried);
         m.smps_lost.inc_by(d.lost);
         self.last_counts = counts;
+        let (muted, forged) = sm.traps_ignored();
+        let (m0, f0) = self.last_ignored;
+        for (kind, n) in [
+            ("muted", muted.saturating_sub(m0)),
+            ("forged", forged.saturating_sub(f0)),
+        ] {
+            if n > 0 {
+                m.traps_ignored.get_or_create(&KindLabel { kind }).inc_by(n);
+            }
+        }
+        self.last_ignored = (muted, forged);
         for (&a, &n) in sm.sa().queries_by_attribute() {
             let before = self.last_sa.get(&a).copied().unwrap_or(0);
             if n > before {

@@ -123,3 +123,92 @@ fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
     assert_eq!(d.sim.port(b).info.port_state, PortState::Active);
     all_pairs_delivered(&d, "after clearing");
 }
+
+#[test]
+fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
+    use sm_mad::smp::{self, Route};
+    use sm_mad::{Method, Tid, attr, notice};
+    let f = fabric();
+    let cas: Vec<PortIdx> = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .filter(|&p| f.port(p).remote.is_some())
+        .collect();
+    let params = Params {
+        // Flaps alone must not take the link out here: the muting is what is tested.
+        health: HealthConfig {
+            link_flaps: 0,
+            flap_window: Duration::from_secs(10),
+        },
+        ..Params::default()
+    };
+    let mut d = SimDriver::new(&f, cas[0], params, LidStore::new(), SimConfig::default());
+    d.start();
+    d.run_until(
+        60_000 * MS,
+        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
+    )
+    .expect("subnet up");
+    let plan = d.sm.plan().unwrap().clone();
+    let sw = plan.fabric.switches().next().unwrap();
+    let sw_lid = plan.fabric.port(plan.fabric.port_of(sw, 0).unwrap()).lid;
+    let sm_lid = d.sm.own_lid();
+
+    // A host sends a trap 128 in a switch's name.
+    let host = d.sim.attach(*cas.last().unwrap());
+    let n = notice::Repr::generic(
+        notice::ProducerType::Switch,
+        sw_lid,
+        notice::Trap::LinkStateChange(notice::details_128::Repr { lid_addr: sw_lid }),
+    );
+    let mut req = smp::Repr::request(Method::Trap, Tid(0x77), attr::NOTICE, 0, Route::Lid);
+    req.set_attribute(&n).unwrap();
+    d.sim.send(host, sm_lid, &req.to_bytes().unwrap()).unwrap();
+    let sweeps = run_watching(&mut d, 50 * MS, |_| {});
+    assert_eq!(d.sm.traps_ignored(), (0, 1), "counted as forged");
+    assert!(sweeps.is_empty(), "no repair for a forged trap: {sweeps:?}");
+
+    // A link flapping every millisecond for half a second: its switches are muted, the
+    // repairs and heavy sweeps stay few, and the subnet is whole once it stops.
+    let (a, _) = f
+        .links()
+        .find(|&(a, b)| {
+            f.node(f.port(a).node).kind == NodeKind::Switch
+                && f.node(f.port(b).node).kind == NodeKind::Switch
+        })
+        .unwrap();
+    let now = d.now();
+    d.sim
+        .schedule_fault(
+            now,
+            Fault::Flap {
+                port: a,
+                period: MS,
+                count: 500,
+                down: Some(MS / 2),
+            },
+        )
+        .unwrap();
+    let sweeps = run_watching(&mut d, 600 * MS, |_| {});
+    let (muted, forged) = d.sm.traps_ignored();
+    assert!(muted > 100, "muted {muted}");
+    assert_eq!(forged, 1);
+    let heavy: Vec<&str> = sweeps
+        .iter()
+        .filter(|r| r.heavy)
+        .map(|r| r.trigger.as_str())
+        .collect();
+    // A repair the storm left unfinished lets the next traps start heavy sweeps, until
+    // the issuers are muted: a few, not one per trap.
+    assert!(heavy.len() <= 10, "heavy sweeps in a storm: {heavy:?}");
+    assert!(
+        sweeps.len() < 120,
+        "{} repairs for 1,000 flaps",
+        sweeps.len()
+    );
+    // Light sweeps (every 10 s) see the link as it is once the storm is over.
+    let _ = run_watching(&mut d, 25_000 * MS, |_| {});
+    assert!(d.sm.is_up());
+    assert_eq!(d.sim.port(a).info.port_state, PortState::Active);
+    all_pairs_delivered(&d, "after the storm");
+}

@@ -434,6 +434,7 @@ pub struct Sm {
     mcast: McastState,
     election: Election,
     health: health::Health,
+    trap_gate: traps::TrapGate,
 }
 
 impl Sm {
@@ -444,6 +445,7 @@ impl Sm {
             sa: sa::Server::new(p.sa),
             election: Election::new(p.sm_priority, p.sm_key, p.poll_interval, p.poll_retries),
             health: health::Health::new(p.health, &p.unhealthy),
+            trap_gate: traps::TrapGate::default(),
             p,
             timers: TimerTable::default(),
             queue: VecDeque::new(),
@@ -465,6 +467,11 @@ impl Sm {
             up: false,
             mcast: McastState::default(),
         }
+    }
+
+    /// Traps muted (their issuer babbled) and traps refused as forged, since the start.
+    pub fn traps_ignored(&self) -> (u64, u64) {
+        (self.trap_gate.muted, self.trap_gate.forged)
     }
 
     /// Ports taken out of the subnet because their link kept going down.
@@ -1635,13 +1642,38 @@ impl Sm {
         if let Some((dlid, b)) = trap.repress {
             self.reqs.send_unsolicited(dlid, b);
         }
+        let issuer = trap
+            .notice
+            .map(|n| n.issuer_lid)
+            .filter(|l| l.0 != 0)
+            .unwrap_or(slid);
+        // A trap naming an issuer other than the port it came from is forged (a host
+        // speaking for a switch): counted, not acted on. LMC ranges count as one port.
+        if let Some(db) = self.sa.db() {
+            let real = slid.0 == 0
+                || slid == Lid::PERMISSIVE
+                || issuer == slid
+                || db
+                    .port_by_lid(issuer)
+                    .is_some_and(|q| db.port_by_lid(slid) == Some(q));
+            if !real {
+                self.trap_gate.forged += 1;
+                if self.trap_gate.forged.is_power_of_two() {
+                    tracing::warn!(
+                        from = %slid,
+                        claimed = %issuer,
+                        forged = self.trap_gate.forged,
+                        "trap claiming another issuer than its sender ignored"
+                    );
+                }
+                return;
+            }
+        }
+        if !self.trap_gate.admit(now, issuer) {
+            return;
+        }
         {
             // Named as an operator looks for it: the node, not only its LID.
-            let issuer = trap
-                .notice
-                .map(|n| n.issuer_lid)
-                .filter(|l| l.0 != 0)
-                .unwrap_or(slid);
             let node = self.sa.db().and_then(|db| {
                 let f = &self.plan.as_ref()?.fabric;
                 let q = db.port_by_lid(issuer)?;
@@ -1678,11 +1710,6 @@ impl Sm {
         if repairable {
             // Gathered for a repair: the traps of a burst (both ends of a link, the
             // neighbours of a switch) are looked at together.
-            let issuer = trap
-                .notice
-                .map(|n| n.issuer_lid)
-                .filter(|l| l.0 != 0)
-                .unwrap_or(slid);
             if self.trap_lids.is_empty() {
                 self.trap_watch = self.p.stopwatch.map(|f| f());
             }

@@ -49,3 +49,79 @@ impl Trap {
         self.number == notice::trap::LINK_STATE_CHANGE || self.number == 144 || self.number == 0
     }
 }
+
+/// Traps an issuer may send in a burst before it is muted.
+const TRAP_BURST: f64 = 50.0;
+/// Traps per second an issuer earns back.
+const TRAP_RATE: f64 = 10.0;
+
+/// A token bucket per issuer: a babbling port (far more traps than any real change makes)
+/// is muted, its traps counted and repressed but not acted on one by one, so a storm cannot
+/// keep the SM repairing or sweeping; the light sweeps still see what changed there.
+#[derive(Debug, Default)]
+pub(super) struct TrapGate {
+    buckets: std::collections::HashMap<Lid, Bucket>,
+    /// Traps muted and traps refused as forged, since the start.
+    pub(super) muted: u64,
+    pub(super) forged: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: super::Instant,
+    muted: u64,
+}
+
+impl TrapGate {
+    /// Whether a trap from `issuer` at `now` is acted on.
+    pub(super) fn admit(&mut self, now: super::Instant, issuer: Lid) -> bool {
+        let b = self.buckets.entry(issuer).or_insert(Bucket {
+            tokens: TRAP_BURST,
+            at: now,
+            muted: 0,
+        });
+        let earned = (now - b.at).as_secs_f64() * TRAP_RATE;
+        b.tokens = (b.tokens + earned).min(TRAP_BURST);
+        b.at = now;
+        if b.muted > 0 && b.tokens >= TRAP_BURST / 2.0 {
+            tracing::info!(issuer = %issuer, muted = b.muted, "trap issuer quiet again: unmuted");
+            b.muted = 0;
+        }
+        if b.tokens >= 1.0 && b.muted == 0 {
+            b.tokens -= 1.0;
+            return true;
+        }
+        if b.muted == 0 {
+            tracing::warn!(
+                issuer = %issuer,
+                "trap issuer babbling (over {TRAP_BURST} traps at once, {TRAP_RATE}/s): muted, \
+                 its traps counted and not acted on; light sweeps still see its changes"
+            );
+        }
+        b.muted += 1;
+        self.muted += 1;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_babbling_issuer_is_muted_and_heard_again_once_quiet() {
+        let mut g = TrapGate::default();
+        let t = |ms: u64| super::super::Instant::from_nanos(ms * 1_000_000);
+        let l = Lid(7);
+        let admitted = (0..200).filter(|_| g.admit(t(0), l)).count();
+        assert_eq!(admitted, TRAP_BURST as usize);
+        assert_eq!(g.muted, 150);
+        // Another issuer is not affected.
+        assert!(g.admit(t(0), Lid(8)));
+        // Still babbling a little later: muted until half the bucket is back.
+        assert!(!g.admit(t(1_000), l));
+        assert!(g.admit(t(3_000), l), "quiet for long enough");
+        assert!(g.admit(t(3_000), l));
+    }
+}
