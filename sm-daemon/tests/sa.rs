@@ -1917,6 +1917,25 @@ fn service_records_register_query_delete_and_expire() {
     let a = fx.ask_as(ep, set(service_record::ATTR_ID, comp::SERVICE_ID, &rec));
     assert_eq!(a.status(), sa::ERR_REQ_INVALID);
 
+    // Another port may neither delete nor replace it.
+    let (other, _, _) = members[1];
+    assert_ne!(other, ep);
+    let a = fx.ask_as(other, delete(service_record::ATTR_ID, mask, &rec));
+    assert_eq!(a.status(), sa::ERR_REQ_DENIED);
+    let hijack = service_record::Repr {
+        service_name: service_record::ServiceName::new("mine now"),
+        ..rec
+    };
+    let a = fx.ask_as(other, set(service_record::ATTR_ID, mask, &hijack));
+    assert_eq!(a.status(), sa::ERR_REQ_DENIED);
+    let r: service_record::Repr = fx
+        .ask(get(service_record::ATTR_ID, comp::SERVICE_NAME, &q))
+        .records()[0];
+    assert_eq!(
+        r.service_name, rec.service_name,
+        "the owner's record stands"
+    );
+
     // Delete, then it is gone; a second delete finds nothing.
     let a = fx.ask_as(ep, delete(service_record::ATTR_ID, mask, &rec));
     assert_eq!(a.status(), MadStatus::OK);

@@ -15,6 +15,9 @@
 //! - `Get` / `GetTable` match every component the mask names, and show a requester only the
 //!   services whose P_Key (when valid) its table holds.
 //! - ServiceKey: zero in every answer to a requester without the SM_Key (p. 923).
+//! - A service belongs to the port that registered it: a `Set` replacing it or a `Delete`
+//!   from another port is refused with ERR_REQ_DENIED, unless the requester holds the
+//!   SM_Key (OpenSM lets any port do either).
 
 use sm_core::mcast::has_pkey;
 use sm_mad::service_record::{self as svc, Lease, comp};
@@ -32,6 +35,9 @@ use crate::core::time::Instant;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Service {
     pub(crate) rec: svc::Repr,
+    /// The port GUID that registered it: only that port (or a requester holding the SM_Key)
+    /// may replace or delete it.
+    pub(crate) owner: sm_mad::Guid,
     /// When the lease runs out (`None`: infinite).
     pub(crate) expires: Option<Instant>,
 }
@@ -130,10 +136,16 @@ pub(crate) fn service_set(db: &Db, st: &mut State, q: &Query<'_>, out: &mut Out)
     let mut r = svc::Repr::parse(q.rec).map_err(|_| sa::ERR_REQ_INVALID)?;
     validate(db, q, &r)?;
     let list = &mut st.services.list;
+    let me = db.port(q.req).guid;
+    let foreign = |s: &Service| s.owner != me && !q.trusted;
     if q.method == Method::Delete {
         let Some(i) = list.iter().position(|s| same_rid(&s.rec, &r)) else {
             return Err(sa::ERR_NO_RECORDS);
         };
+        if foreign(&list[i]) {
+            tracing::warn!(owner = %list[i].owner, by = %me, "ServiceRecord delete by another port refused");
+            return Err(sa::ERR_REQ_DENIED);
+        }
         let gone = list.remove(i);
         tracing::debug!(service_id = %gone.rec.service_id, name = %gone.rec.service_name.as_string(), "service deleted");
         out.push_wire(&shown(gone.rec, q));
@@ -147,10 +159,15 @@ pub(crate) fn service_set(db: &Db, st: &mut State, q: &Query<'_>, out: &mut Out)
     }
     let entry = Service {
         rec: r,
+        owner: me,
         expires: lease_end(q.now, r.service_lease),
     };
     let full = list.len() >= st.max_entries;
     match list.iter_mut().find(|s| same_rid(&s.rec, &r)) {
+        Some(s) if foreign(s) => {
+            tracing::warn!(owner = %s.owner, by = %me, "ServiceRecord replacement by another port refused");
+            return Err(sa::ERR_REQ_DENIED);
+        }
         Some(s) => *s = entry,
         None if full => {
             tracing::warn!(
