@@ -678,6 +678,21 @@ fn pictures_are_well_formed() {
             "{n}"
         );
         assert!(text.contains("linearGradient"), "legend");
+        assert!(text.contains(">mean "), "the legend marks the mean load");
+        // The verdict is in the picture's title.
+        let verdict = if j["valid"] == true {
+            ": VALID,"
+        } else {
+            ": INVALID,"
+        };
+        assert!(text.contains(verdict), "{verdict} in the title");
+        if engine == "ftree" {
+            // Balanced: no link at the hot end of the scale.
+            assert!(
+                !text.contains("stroke=\"#b2182b\""),
+                "a balanced tree drawn red"
+            );
+        }
     }
     // analyze draws too.
     let topo = dumps("fattree-3leaf").join("ibnetdiscover.txt");

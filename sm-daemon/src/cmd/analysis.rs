@@ -832,6 +832,7 @@ pub(crate) fn write_svg(
     args: &ReportArgs,
     topo: &Topo<'_>,
     metrics: &Metrics,
+    validation: &sm_routing::Validation,
     title: &str,
     outputs: &mut Outputs,
     progress: &Progress,
@@ -840,7 +841,16 @@ pub(crate) fn write_svg(
         return Ok(());
     };
     progress.phase(format!("drawing {}", path.display()));
-    let pic = svg::heat_map(topo, metrics, title);
+    // The verdict goes with the picture: a cool map of tables that deadlock misleads.
+    let v = validation;
+    let title = format!(
+        "{title}: {}, {} unreachable pair(s), {} forwarding loop(s), {} credit loop(s)",
+        if v.is_valid() { "VALID" } else { "INVALID" },
+        v.unreachable_pairs,
+        v.forwarding_loops,
+        v.credit_loops
+    );
+    let pic = svg::heat_map(topo, metrics, &title);
     write_file(path, |w| w.write_all(pic.svg.as_bytes()))?;
     outputs.svg = Some(path.display().to_string());
     outputs.svg_note = pic.note;

@@ -185,6 +185,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         &args.report,
         &topo,
         &analysis.metrics,
+        &analysis.validation,
         &title,
         &mut outputs,
         &progress,

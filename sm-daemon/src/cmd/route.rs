@@ -166,6 +166,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
         &args.report,
         &topo,
         &analysis.metrics,
+        &analysis.validation,
         &title,
         &mut outputs,
         &progress,

@@ -11,7 +11,9 @@
 //!
 //! Load. A cable carries two directions; it is drawn in the colour of the busier one (its
 //! tooltip gives both). Parallel cables between two switches are one line, thicker, in the
-//! colour of the busiest. Idle links are grey. One scale covers switch and CA links.
+//! colour of the busiest. Idle links are grey. One scale covers switch and CA links; it runs
+//! to twice the mean load of the links in use (or the busiest, if higher), so a perfectly
+//! balanced fabric is drawn mid-scale and only a hot spot is red; the legend marks the mean.
 //!
 //! Size. Too many CAs to tell apart (more than a few pixels each) are drawn as one block per
 //! switch in the colour of its busiest CA link; beyond [`MAX_DRAWN_LINKS`] pairs of linked
@@ -116,7 +118,10 @@ struct Model<'a, 't> {
     cas: Vec<CaGroup>,
     /// Busiest link (either direction) at each switch.
     sw_max: Vec<u64>,
+    /// Top of the colour scale: the busiest link, or twice the mean if that is higher.
     max: u64,
+    /// Mean load of the links in use.
+    mean: u64,
     rank: Vec<u32>,
 }
 
@@ -185,12 +190,24 @@ impl<'a, 't> Model<'a, 't> {
                 }
             }
         }
+        let used: Vec<u64> = edges
+            .values()
+            .map(|e| e.max)
+            .chain(cas.iter().flat_map(|g| g.loads.iter().copied()))
+            .filter(|&l| l > 0)
+            .collect();
+        let mean = if used.is_empty() {
+            0
+        } else {
+            (used.iter().sum::<u64>() as f64 / used.len() as f64).round() as u64
+        };
         Model {
             topo,
             edges,
             cas,
             sw_max,
-            max,
+            max: max.max(2 * mean),
+            mean,
             rank,
         }
     }
@@ -732,6 +749,17 @@ fn draw(topo: &Topo<'_>, m: &Metrics, title: &str, max_lines: usize) -> Picture 
             f1(ly + 26.0),
         );
     }
+    if md.max > 0 && md.mean > 0 {
+        let x = lx + lw * md.mean as f64 / md.max as f64;
+        let _ = writeln!(
+            s,
+            r##"<rect x="{:.1}" y="{}" width="1.5" height="18" fill="#000000"/><text x="{x:.1}" y="{}" text-anchor="middle">mean {}</text>"##,
+            x - 0.75,
+            f1(ly - 3.0),
+            f1(ly + 40.0),
+            md.mean
+        );
+    }
     let _ = writeln!(
         s,
         r#"<rect x="{}" y="{}" width="24" height="12" fill="{IDLE}"/><text x="{}" y="{}">idle</text>"#,
@@ -778,8 +806,9 @@ mod tests {
         // 4 spines x 8 leaves, and 32 CAs one by one.
         assert_eq!(p.svg.matches("<line ").count(), 32 + 32);
         assert!(p.svg.contains("rank 1") && p.svg.contains(">CAs<"));
-        // Balanced: every link has the same load, so one colour.
-        assert!(p.svg.contains(&colour(1, 1)));
+        // Balanced: the scale runs to twice the mean load, so no link is at the hot end.
+        assert!(!p.svg.contains(&format!("stroke=\"{}\"", colour(1, 1))));
+        assert!(p.svg.contains(">mean "));
     }
 
     #[test]
@@ -791,8 +820,8 @@ mod tests {
         assert!(!p.svg.contains("<line "));
         assert!(!p.svg.contains("id=\"links\""));
         // The switches carry the colour instead: background, 12 switches, a CA block per
-        // leaf, the legend's bar and idle sample.
-        assert_eq!(p.svg.matches("<rect x=").count(), 1 + 12 + 8 + 2);
+        // leaf, the legend's bar, idle sample and mean mark.
+        assert_eq!(p.svg.matches("<rect x=").count(), 1 + 12 + 8 + 3);
     }
 
     #[test]
