@@ -212,3 +212,78 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
     assert_eq!(d.sim.port(a).info.port_state, PortState::Active);
     all_pairs_delivered(&d, "after the storm");
 }
+
+#[test]
+fn the_performance_manager_reads_every_port_and_counts_link_downs() {
+    use sm_daemon::perf::{PerfConfig, PerfMgr};
+    let f = fabric();
+    let sm = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let mut d = SimDriver::new(
+        &f,
+        sm,
+        Params::default(),
+        LidStore::new(),
+        SimConfig::default(),
+    );
+    d.perf = Some(PerfMgr::new(PerfConfig {
+        interval: Duration::from_secs(1),
+        ..PerfConfig::default()
+    }));
+    d.start();
+    let _ = run_watching(&mut d, 1_500 * MS, |_| {});
+    let p = d.perf.as_ref().unwrap();
+    let (sweep, n) = p.last_sweep().expect("a counter sweep");
+    let linked = f
+        .ports()
+        .iter()
+        .filter(|p| p.num != 0 && p.remote.is_some())
+        .count();
+    assert_eq!(
+        (sweep.ports, sweep.answered, sweep.lost),
+        (linked, linked, 0)
+    );
+    assert!(n >= 1);
+    assert!(p.stats().values().all(|s| s.totals.link_downed == 0));
+    // A switch link goes down three times: both ends count it.
+    let (a, b) = f
+        .links()
+        .find(|&(a, b)| {
+            f.node(f.port(a).node).kind == NodeKind::Switch
+                && f.node(f.port(b).node).kind == NodeKind::Switch
+        })
+        .unwrap();
+    let now = d.now();
+    d.sim
+        .schedule_fault(
+            now,
+            Fault::Flap {
+                port: a,
+                period: 40 * MS,
+                count: 3,
+                down: Some(10 * MS),
+            },
+        )
+        .unwrap();
+    let _ = run_watching(&mut d, 2_500 * MS, |_| {});
+    let p = d.perf.as_ref().unwrap();
+    let key = |q: PortIdx| (f.node(f.port(q).node).guid, f.port(q).num);
+    for q in [a, b] {
+        assert_eq!(p.stats()[&key(q)].totals.link_downed, 3, "{:?}", f.port(q));
+    }
+    let others: u64 = p
+        .stats()
+        .iter()
+        .filter(|(k, _)| **k != key(a) && **k != key(b))
+        .map(|(_, s)| s.totals.link_downed)
+        .sum();
+    assert_eq!(others, 0);
+    assert_eq!(
+        d.sim.port(a).counters.link_downed,
+        3,
+        "the PMA's own counter"
+    );
+}

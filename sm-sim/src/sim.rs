@@ -287,11 +287,15 @@ pub enum SmEvent {
 fn for_agent(mad: &[u8; 256]) -> bool {
     let hdr = mad::Packet::from(mad);
     let method = hdr.method();
-    matches!(
-        hdr.mgmt_class(),
-        MgmtClass::SubnLid | MgmtClass::SubnDirected
-    ) && (matches!(method, Method::Get | Method::Set) && hdr.attr_id() != attr::SM_INFO
-        || method == Method::TrapRepress)
+    match hdr.mgmt_class() {
+        MgmtClass::SubnLid | MgmtClass::SubnDirected => {
+            matches!(method, Method::Get | Method::Set) && hdr.attr_id() != attr::SM_INFO
+                || method == Method::TrapRepress
+        }
+        // Every port has a performance management agent.
+        MgmtClass::Perf => matches!(method, Method::Get | Method::Set),
+        _ => false,
+    }
 }
 
 impl Sim {
@@ -857,6 +861,9 @@ impl Sim {
             return;
         }
         let delay = self.cfg.sma_ns + node.extra_delay;
+        if mad::Packet::from(&mad).mgmt_class() == MgmtClass::Perf {
+            return self.at_pma(port, mad, slid, delay);
+        }
         let req = smp::Packet::from(&mad);
         let directed = req.is_directed();
         let hdr = mad::Packet::from(&mad);
@@ -944,6 +951,59 @@ impl Sim {
         }
     }
 
+    /// The performance management agent: Get(PortCounters) of a port of the node, or a Set
+    /// clearing the counters CounterSelect names; answered LID-routed over data VLs.
+    fn at_pma(&mut self, port: PortIdx, mut mad: [u8; 256], slid: Lid, delay: Nanos) {
+        use sm_mad::MadStatus;
+        use sm_mad::perf;
+        self.stats.agent_requests += 1;
+        let n = self.node_of(port);
+        let hdr = mad::Packet::from(&mad);
+        let (method, attr_id) = (hdr.method(), hdr.attr_id());
+        let req = perf::Repr::parse(&mad[perf::DATA_OFFSET..]);
+        let status = match (attr_id, req) {
+            (perf::PORT_COUNTERS, Ok(r)) => {
+                let num = if self.is_switch(n) || r.port_select != 0 {
+                    r.port_select
+                } else {
+                    self.ports[port.idx()].num
+                };
+                match self.port_idx(n, num) {
+                    Some(q) => {
+                        let c = &mut self.ports[q.idx()].counters;
+                        if method == Method::Set {
+                            clear_counters(c, r.counter_select);
+                        }
+                        let out = perf::Repr {
+                            port_select: num,
+                            counter_select: 0,
+                            ..*c
+                        };
+                        let _ = out.emit(&mut mad[perf::DATA_OFFSET..]);
+                        MadStatus::OK
+                    }
+                    None => MadStatus::INVALID_FIELD,
+                }
+            }
+            (perf::PORT_COUNTERS, Err(_)) => MadStatus::INVALID_FIELD,
+            _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
+        };
+        let mut p = mad::Packet::from(&mut mad);
+        p.set(mad::field::METHOD, Method::GetResp);
+        p.set(mad::field::STATUS, status);
+        let mut hz = Hazard::NONE;
+        if let Some(f) = &self.nodes[n.idx()].faults {
+            hz.add(f);
+        }
+        match self.route(port, slid, true, &mut hz) {
+            Ok((dest, hops)) => {
+                let src = self.lid_of(port);
+                self.transmit(self.now + delay, hops, dest, &mad, src, None, hz);
+            }
+            Err(why) => self.drop_mad(why),
+        }
+    }
+
     /// Carries out a link-level consequence of an agent's Set.
     fn apply(&mut self, e: Effect) {
         match e {
@@ -972,6 +1032,13 @@ impl Sim {
         for x in [Some(p), remote].into_iter().flatten() {
             let port = &mut self.ports[x.idx()];
             let changed = port.info.port_state != state || port.info.port_physical_state != phys;
+            if port.info.port_physical_state == PhysPortState::LinkUp
+                && phys != PhysPortState::LinkUp
+            {
+                // LinkDownedCounter stops at its maximum.
+                let c = &mut port.counters.link_downed;
+                *c = c.saturating_add(1);
+            }
             port.info.port_state = state;
             port.info.port_physical_state = phys;
             if let Some((width, speed, ext)) = trained {
@@ -1083,5 +1150,59 @@ impl Sim {
     /// Whether a trap is still waiting for its TrapRepress.
     pub fn trap_pending(&self, n: NodeIdx) -> bool {
         self.traps.get(n.idx()).is_some_and(|t| t.is_some())
+    }
+}
+
+/// Clears the PortCounters CounterSelect names (bit 0 SymbolErrorCounter, then in field
+/// order; bits 12-15 the data and packet counters).
+fn clear_counters(c: &mut sm_mad::perf::Repr, select: u16) {
+    let on = |bit: u16| select & (1 << bit) != 0;
+    if on(0) {
+        c.symbol_errors = 0;
+    }
+    if on(1) {
+        c.link_error_recoveries = 0;
+    }
+    if on(2) {
+        c.link_downed = 0;
+    }
+    if on(3) {
+        c.rcv_errors = 0;
+    }
+    if on(4) {
+        c.rcv_remote_physical_errors = 0;
+    }
+    if on(5) {
+        c.rcv_switch_relay_errors = 0;
+    }
+    if on(6) {
+        c.xmit_discards = 0;
+    }
+    if on(7) {
+        c.xmit_constraint_errors = 0;
+    }
+    if on(8) {
+        c.rcv_constraint_errors = 0;
+    }
+    if on(9) {
+        c.local_link_integrity_errors = 0;
+    }
+    if on(10) {
+        c.excessive_buffer_overrun_errors = 0;
+    }
+    if on(11) {
+        c.vl15_dropped = 0;
+    }
+    if on(12) {
+        c.xmit_data = 0;
+    }
+    if on(13) {
+        c.rcv_data = 0;
+    }
+    if on(14) {
+        c.xmit_pkts = 0;
+    }
+    if on(15) {
+        c.rcv_pkts = 0;
     }
 }

@@ -96,6 +96,9 @@ pub struct SimPort {
     /// Client reregistration requests received (PortInfo Sets with ClientReregister on an
     /// end port): each tells the host's SA clients to register again.
     pub reregistrations: u32,
+    /// The port's PortCounters, as its performance management agent answers them (they
+    /// stop at their maximum, as the hardware's do).
+    pub counters: sm_mad::perf::Repr,
 }
 
 /// A port's VL arbitration tables.
@@ -241,6 +244,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             guid: p.guid,
             info: port_info::Repr::default(),
             pkeys: Vec::new(),
+            counters: sm_mad::perf::Repr::default(),
             sl2vl: [0; 16],
             vlarb: None,
             guids: [Guid(0); GUID_CAP as usize],

@@ -405,6 +405,9 @@ fn serve(
             }
             if let Some(o) = ops {
                 o.tick(&driver.sm);
+                if let (Some(p), Ok(mut x)) = (driver.perf.as_ref(), o.shared.lock()) {
+                    x.perf_sweep(p);
+                }
             }
             let vnow = driver.now();
             run_commands(
@@ -1022,7 +1025,13 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         ..SimConfig::default()
     };
     let wall = Instant::now();
+    let perf_cfg = setup.perfmgr.enabled.then(|| PerfConfig {
+        interval: std::time::Duration::from_secs(u64::from(setup.perfmgr.interval_s.max(1))),
+        timeout: params.smp_timeout,
+        ..PerfConfig::default()
+    });
     let mut driver = SimDriver::new(&fabric, sm_port, params, lids, cfg);
+    driver.perf = perf_cfg.map(PerfMgr::new);
     if let Some(path) = &args.scenario {
         let sc = sm_sim::scenario::Scenario::read(path)?;
         driver.sim.load_scenario(&sc)?;

@@ -78,6 +78,9 @@ pub struct SimDriver {
     template: Params,
     /// SMs on other ports, driven alongside `sm`.
     pub peers: Vec<PeerSm>,
+    /// The performance manager beside `sm`, on its port, when asked for: it reads every
+    /// port's counters on its interval while `sm` is master of an up subnet.
+    pub perf: Option<crate::perf::PerfMgr>,
     now: Nanos,
 }
 
@@ -100,6 +103,7 @@ impl SimDriver {
             sm_port,
             sm_running: true,
             peers: Vec::new(),
+            perf: None,
             now: 0,
         }
     }
@@ -201,10 +205,25 @@ impl SimDriver {
         let now = Instant::from_nanos(self.now);
         if self.sm_running {
             while let Some(m) = self.sim.recv(self.ep) {
-                self.sm.handle_mad(now, m.slid, &m.mad);
+                let perf = m.mad[1] == u8::from(sm_mad::MgmtClass::Perf);
+                match self.perf.as_mut() {
+                    Some(p) if perf => p.handle_mad(now, &m.mad),
+                    _ => self.sm.handle_mad(now, m.slid, &m.mad),
+                }
             }
             if self.sm.poll_timeout().is_some_and(|t| t <= now) {
                 self.sm.handle_timeout(now);
+            }
+            if let Some(p) = self.perf.as_mut() {
+                let master = self.sm.sm_state() == sm_mad::sm_info::SmState::Master;
+                if master && self.sm.is_up() && p.due(now) {
+                    if let Some(plan) = self.sm.plan() {
+                        p.start(now, crate::perf::targets(&plan.fabric));
+                    }
+                }
+                if p.poll_timeout().is_some_and(|t| t <= now) {
+                    p.handle_timeout(now);
+                }
             }
         }
         for p in self.peers.iter_mut().filter(|p| p.running) {
@@ -224,6 +243,13 @@ impl SimDriver {
         while let Some(t) = self.sm.poll_transmit().filter(|_| self.sm_running) {
             if let Err(e) = self.sim.send(self.ep, t.dlid, &t.mad) {
                 tracing::warn!("simulated fabric refused a MAD: {e}");
+            }
+        }
+        if let Some(p) = self.perf.as_mut().filter(|_| self.sm_running) {
+            while let Some((dlid, mad)) = p.poll_transmit() {
+                if let Err(e) = self.sim.send(self.ep, dlid, &mad) {
+                    tracing::warn!("simulated fabric refused a MAD: {e}");
+                }
             }
         }
         for p in self.peers.iter_mut().filter(|p| p.running) {
@@ -251,6 +277,13 @@ impl SimDriver {
                     .filter(|p| p.running)
                     .map(|p| p.sm.poll_timeout().map(Instant::as_nanos)),
             )
+            .chain(std::iter::once(
+                self.perf
+                    .as_ref()
+                    .filter(|_| self.sm_running && self.sm.is_up())
+                    .and_then(crate::perf::PerfMgr::poll_timeout)
+                    .map(Instant::as_nanos),
+            ))
             .flatten()
             .min()
     }
