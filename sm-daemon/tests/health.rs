@@ -8,7 +8,6 @@ mod support;
 
 use std::time::Duration;
 
-use sm_core::NodeKind;
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
@@ -28,11 +27,7 @@ fn fabric() -> Fabric {
 #[test]
 fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
     let f = fabric();
-    let sm = f
-        .cas()
-        .flat_map(|n| f.node_ports(n))
-        .find(|&p| f.port(p).remote.is_some())
-        .unwrap();
+    let sm = support::first_ca_port(&f);
     let params = Params {
         health: HealthConfig {
             link_flaps: 3,
@@ -47,13 +42,7 @@ fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
         |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
     )
     .expect("subnet up");
-    let (a, b): (PortIdx, PortIdx) = f
-        .links()
-        .find(|&(a, b)| {
-            f.node(f.port(a).node).kind == NodeKind::Switch
-                && f.node(f.port(b).node).kind == NodeKind::Switch
-        })
-        .unwrap();
+    let (a, b): (PortIdx, PortIdx) = support::switch_link(&f);
     let (ga, na) = (f.node(f.port(a).node).guid, f.port(a).num);
     let (gb, nb) = (f.node(f.port(b).node).guid, f.port(b).num);
     // Six times down for 10 ms, every 40 ms.
@@ -170,13 +159,7 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
 
     // A link flapping every millisecond for half a second: its switches are muted, the
     // repairs and heavy sweeps stay few, and the subnet is whole once it stops.
-    let (a, _) = f
-        .links()
-        .find(|&(a, b)| {
-            f.node(f.port(a).node).kind == NodeKind::Switch
-                && f.node(f.port(b).node).kind == NodeKind::Switch
-        })
-        .unwrap();
+    let (a, _) = support::switch_link(&f);
     let now = d.now();
     d.sim
         .schedule_fault(
@@ -217,11 +200,7 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
 fn the_performance_manager_reads_every_port_and_counts_link_downs() {
     use sm_daemon::perf::{PerfConfig, PerfMgr};
     let f = fabric();
-    let sm = f
-        .cas()
-        .flat_map(|n| f.node_ports(n))
-        .find(|&p| f.port(p).remote.is_some())
-        .unwrap();
+    let sm = support::first_ca_port(&f);
     let mut d = SimDriver::new(
         &f,
         sm,
@@ -249,13 +228,7 @@ fn the_performance_manager_reads_every_port_and_counts_link_downs() {
     assert!(n >= 1);
     assert!(p.stats().values().all(|s| s.totals.link_downed == 0));
     // A switch link goes down three times: both ends count it.
-    let (a, b) = f
-        .links()
-        .find(|&(a, b)| {
-            f.node(f.port(a).node).kind == NodeKind::Switch
-                && f.node(f.port(b).node).kind == NodeKind::Switch
-        })
-        .unwrap();
+    let (a, b) = support::switch_link(&f);
     let now = d.now();
     d.sim
         .schedule_fault(

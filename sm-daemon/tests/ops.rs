@@ -52,23 +52,10 @@ fn sample(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no sample {name} in\n{text}"))
 }
 
-fn switch_link(f: &Fabric) -> (PortIdx, PortIdx) {
-    f.links()
-        .find(|&(a, b)| {
-            f.node(f.port(a).node).kind == sm_core::NodeKind::Switch
-                && f.node(f.port(b).node).kind == sm_core::NodeKind::Switch
-        })
-        .unwrap()
-}
-
 #[test]
 fn status_events_and_metrics_follow_the_fabric() {
     let f = fabric();
-    let sm = f
-        .cas()
-        .flat_map(|n| f.node_ports(n))
-        .find(|&p| f.port(p).remote.is_some())
-        .unwrap();
+    let sm = support::first_ca_port(&f);
     let dir = std::env::temp_dir().join(format!("ibsm-ops-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("events.jsonl");
@@ -108,7 +95,7 @@ fn status_events_and_metrics_follow_the_fabric() {
     );
 
     // A switch link goes down and comes back: one event each, naming both ends.
-    let (a, b) = switch_link(&f);
+    let (a, b) = support::switch_link(&f);
     d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
     run(&mut d, &mut ops, 500 * MS);
     d.sim.apply_fault(Fault::LinkUp(a)).unwrap();
@@ -175,11 +162,7 @@ fn status_events_and_metrics_follow_the_fabric() {
 #[test]
 fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
     let f = fabric();
-    let sm = f
-        .cas()
-        .flat_map(|n| f.node_ports(n))
-        .find(|&p| f.port(p).remote.is_some())
-        .unwrap();
+    let sm = support::first_ca_port(&f);
     let mut ops = Ops::new(0, None).unwrap();
     let mut d = SimDriver::new(
         &f,
@@ -228,11 +211,7 @@ fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
 #[test]
 fn a_reload_applies_partitions_with_only_their_blocks_and_names_what_needs_a_restart() {
     let f = fabric();
-    let sm = f
-        .cas()
-        .flat_map(|n| f.node_ports(n))
-        .find(|&p| f.port(p).remote.is_some())
-        .unwrap();
+    let sm = support::first_ca_port(&f);
     let mut d = SimDriver::new(
         &f,
         sm,

@@ -151,3 +151,21 @@ pub(crate) fn traced_without_credit_loops(
     );
     vls
 }
+
+/// The first linked CA port: where the tests put the SM.
+pub(crate) fn first_ca_port(f: &Fabric) -> PortIdx {
+    f.cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .expect("a linked CA port")
+}
+
+/// The first link between two switches.
+pub(crate) fn switch_link(f: &Fabric) -> (PortIdx, PortIdx) {
+    f.links()
+        .find(|&(a, b)| {
+            f.node(f.port(a).node).kind == sm_core::NodeKind::Switch
+                && f.node(f.port(b).node).kind == sm_core::NodeKind::Switch
+        })
+        .expect("a switch-to-switch link")
+}
