@@ -10,11 +10,8 @@ use std::time::Duration;
 
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
-use sm_core::lid::LidStore;
-use sm_daemon::core::{Event, HealthConfig, Params};
-use sm_daemon::transport::sim::SimDriver;
+use sm_daemon::core::{HealthConfig, Params};
 use sm_mad::port_info::PortState;
-use sm_sim::{Fault, SimConfig};
 use support::{all_pairs_delivered, run_watching};
 
 const MS: u64 = 1_000_000;
@@ -27,7 +24,6 @@ fn fabric() -> Fabric {
 #[test]
 fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
     let f = fabric();
-    let sm = support::first_ca_port(&f);
     let params = Params {
         health: HealthConfig {
             link_flaps: 3,
@@ -35,29 +31,12 @@ fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
         },
         ..Params::default()
     };
-    let mut d = SimDriver::new(&f, sm, params, LidStore::new(), SimConfig::default());
-    d.start();
-    d.run_until(
-        60_000 * MS,
-        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
-    )
-    .expect("subnet up");
+    let mut d = support::up(&f, params);
     let (a, b): (PortIdx, PortIdx) = support::switch_link(&f);
     let (ga, na) = (f.node(f.port(a).node).guid, f.port(a).num);
     let (gb, nb) = (f.node(f.port(b).node).guid, f.port(b).num);
     // Six times down for 10 ms, every 40 ms.
-    let now = d.now();
-    d.sim
-        .schedule_fault(
-            now,
-            Fault::Flap {
-                port: a,
-                period: 40 * MS,
-                count: 6,
-                down: Some(10 * MS),
-            },
-        )
-        .unwrap();
+    support::flap(&mut d, [a], 0, 40 * MS, 6, 10 * MS);
     let sweeps = run_watching(&mut d, 600 * MS, |_| {});
     assert!(sweeps.iter().all(|r| !r.heavy), "no heavy sweep for flaps");
     let bad = d.sm.unhealthy_ports();
@@ -131,13 +110,7 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
         },
         ..Params::default()
     };
-    let mut d = SimDriver::new(&f, cas[0], params, LidStore::new(), SimConfig::default());
-    d.start();
-    d.run_until(
-        60_000 * MS,
-        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
-    )
-    .expect("subnet up");
+    let mut d = support::up(&f, params);
     let plan = d.sm.plan().unwrap().clone();
     let sw = plan.fabric.switches().next().unwrap();
     let sw_lid = plan.fabric.port(plan.fabric.port_of(sw, 0).unwrap()).lid;
@@ -160,18 +133,7 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
     // A link flapping every millisecond for half a second: its switches are muted, the
     // repairs and heavy sweeps stay few, and the subnet is whole once it stops.
     let (a, _) = support::switch_link(&f);
-    let now = d.now();
-    d.sim
-        .schedule_fault(
-            now,
-            Fault::Flap {
-                port: a,
-                period: MS,
-                count: 500,
-                down: Some(MS / 2),
-            },
-        )
-        .unwrap();
+    support::flap(&mut d, [a], 0, MS, 500, MS / 2);
     let sweeps = run_watching(&mut d, 600 * MS, |_| {});
     let (muted, forged) = d.sm.traps_ignored();
     assert!(muted > 100, "muted {muted}");
@@ -200,19 +162,11 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
 fn the_performance_manager_reads_every_port_and_counts_link_downs() {
     use sm_daemon::perf::{PerfConfig, PerfMgr};
     let f = fabric();
-    let sm = support::first_ca_port(&f);
-    let mut d = SimDriver::new(
-        &f,
-        sm,
-        Params::default(),
-        LidStore::new(),
-        SimConfig::default(),
-    );
+    let mut d = support::started(&f, Params::default());
     d.perf = Some(PerfMgr::new(PerfConfig {
         interval: Duration::from_secs(1),
         ..PerfConfig::default()
     }));
-    d.start();
     let _ = run_watching(&mut d, 1_500 * MS, |_| {});
     let p = d.perf.as_ref().unwrap();
     let (sweep, n) = p.last_sweep().expect("a counter sweep");
@@ -229,18 +183,7 @@ fn the_performance_manager_reads_every_port_and_counts_link_downs() {
     assert!(p.stats().values().all(|s| s.totals.link_downed == 0));
     // A switch link goes down three times: both ends count it.
     let (a, b) = support::switch_link(&f);
-    let now = d.now();
-    d.sim
-        .schedule_fault(
-            now,
-            Fault::Flap {
-                port: a,
-                period: 40 * MS,
-                count: 3,
-                down: Some(10 * MS),
-            },
-        )
-        .unwrap();
+    support::flap(&mut d, [a], 0, 40 * MS, 3, 10 * MS);
     let _ = run_watching(&mut d, 2_500 * MS, |_| {});
     let p = d.perf.as_ref().unwrap();
     let key = |q: PortIdx| (f.node(f.port(q).node).guid, f.port(q).num);

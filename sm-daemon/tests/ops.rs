@@ -11,11 +11,10 @@ use std::sync::{Arc, Mutex};
 
 use sm_core::fabric::{Fabric, PortIdx};
 use sm_core::generate::{GenSpec, generate};
-use sm_core::lid::LidStore;
 use sm_daemon::core::{Event, Params};
 use sm_daemon::ops::{Ops, classic_text};
 use sm_daemon::transport::sim::SimDriver;
-use sm_sim::{Fault, SimConfig};
+use sm_sim::Fault;
 
 const MS: u64 = 1_000_000;
 
@@ -55,20 +54,12 @@ fn sample(text: &str, name: &str) -> f64 {
 #[test]
 fn status_events_and_metrics_follow_the_fabric() {
     let f = fabric();
-    let sm = support::first_ca_port(&f);
     let dir = std::env::temp_dir().join(format!("ibsm-ops-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("events.jsonl");
     let _ = std::fs::remove_file(&log);
     let mut ops = Ops::new(3, Some(&log)).unwrap();
-    let mut d = SimDriver::new(
-        &f,
-        sm,
-        Params::default(),
-        LidStore::new(),
-        SimConfig::default(),
-    );
-    d.start();
+    let mut d = support::started(&f, Params::default());
     run(&mut d, &mut ops, 2_000 * MS);
 
     let s = ops.status();
@@ -162,16 +153,8 @@ fn status_events_and_metrics_follow_the_fabric() {
 #[test]
 fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
     let f = fabric();
-    let sm = support::first_ca_port(&f);
     let mut ops = Ops::new(0, None).unwrap();
-    let mut d = SimDriver::new(
-        &f,
-        sm,
-        Params::default(),
-        LidStore::new(),
-        SimConfig::default(),
-    );
-    d.start();
+    let mut d = support::started(&f, Params::default());
     run(&mut d, &mut ops, 2_000 * MS);
     let dir = std::env::temp_dir().join(format!("ibsm-sock-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -211,15 +194,7 @@ fn the_status_socket_answers_status_and_ports_and_refuses_the_unknown() {
 #[test]
 fn a_reload_applies_partitions_with_only_their_blocks_and_names_what_needs_a_restart() {
     let f = fabric();
-    let sm = support::first_ca_port(&f);
-    let mut d = SimDriver::new(
-        &f,
-        sm,
-        Params::default(),
-        LidStore::new(),
-        SimConfig::default(),
-    );
-    d.start();
+    let mut d = support::started(&f, Params::default());
     let mut ops = Ops::new(0, None).unwrap();
     run(&mut d, &mut ops, 2_000 * MS);
     let parts = sm_core::partitions::Partitions::parse(

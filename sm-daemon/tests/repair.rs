@@ -259,13 +259,7 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
     let original = tables(&d, &f);
     let lids = d.sm.lid_store().clone();
     // Twenty switch-to-switch links, spread over the fabric.
-    let switch_links: Vec<(PortIdx, PortIdx)> = f
-        .links()
-        .filter(|&(a, b)| {
-            f.node(f.port(a).node).kind == NodeKind::Switch
-                && f.node(f.port(b).node).kind == NodeKind::Switch
-        })
-        .collect();
+    let switch_links = support::switch_links(&f);
     let flapped: Vec<(PortIdx, PortIdx)> = switch_links
         .iter()
         .copied()
@@ -289,21 +283,9 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
         }
     }
     assert!(untouched.len() > 1000);
-    let now = d.now();
-    for (i, &(a, _)) in flapped.iter().enumerate() {
-        // Each link down for 2 ms of every 5, starting a little apart: 200 ms of flapping.
-        d.sim
-            .schedule_fault(
-                now + i as u64 * 100_000,
-                Fault::Flap {
-                    port: a,
-                    period: 5 * MS,
-                    count: 40,
-                    down: Some(2 * MS),
-                },
-            )
-            .unwrap();
-    }
+    // Each link down for 2 ms of every 5, starting a little apart: 200 ms of flapping.
+    let ends = flapped.iter().map(|&(a, _)| a);
+    support::flap(&mut d, ends, 100_000, 5 * MS, 40, 2 * MS);
     let sweeps = run_watching(&mut d, 1_000 * MS, |d| {
         let held = tables(d, &f);
         for &(g, lid, port) in &untouched {
@@ -329,28 +311,9 @@ fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine
     let f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
     let (mut d, _) = up(&f, "layered");
     let lids = d.sm.lid_store().clone();
-    let switch_links: Vec<PortIdx> = f
-        .links()
-        .filter(|&(a, b)| {
-            f.node(f.port(a).node).kind == NodeKind::Switch
-                && f.node(f.port(b).node).kind == NodeKind::Switch
-        })
-        .map(|(a, _)| a)
-        .collect();
-    let now = d.now();
-    for (i, &a) in switch_links.iter().step_by(7).take(6).enumerate() {
-        d.sim
-            .schedule_fault(
-                now + i as u64 * 300_000,
-                Fault::Flap {
-                    port: a,
-                    period: 7 * MS,
-                    count: 12,
-                    down: Some(3 * MS),
-                },
-            )
-            .unwrap();
-    }
+    let switch_links = support::switch_links(&f);
+    let ends = switch_links.iter().step_by(7).take(6).map(|&(a, _)| a);
+    support::flap(&mut d, ends, 300_000, 7 * MS, 12, 3 * MS);
     // Half-programmed states may mix old and new paths on their SLs: only forwarding loops
     // are ruled out while the storm lasts.
     let (sweeps, states) = run_checked(&mut d, &f, 1_000 * MS, false, "dragonfly storm");

@@ -350,6 +350,27 @@ impl Ibsim {
         c.output().unwrap()
     }
 
+    /// Runs `commands` (shell lines; `t TOOL ARGS` runs a tool through the shim) one after
+    /// the other in one script inside the namespace and returns each one's standard output,
+    /// with `!! failed` appended to those that failed.
+    pub fn each(&self, commands: &[String]) -> Vec<String> {
+        const MARK: &str = "@@ibsm-each@@";
+        let body: String = commands
+            .iter()
+            .map(|c| format!("echo '{MARK}'; {c} || echo '!! failed'\n"))
+            .collect();
+        let out = self.script(&body, 900);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let parts: Vec<String> = text.split(MARK).skip(1).map(String::from).collect();
+        assert_eq!(
+            parts.len(),
+            commands.len(),
+            "the script stopped early: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parts
+    }
+
     /// Sends one console command (`Unlink "sw"[3]`, `ReLink ...`). Nothing acknowledges it:
     /// poll the fabric afterwards.
     pub fn console(&mut self, line: &str) {

@@ -23,21 +23,8 @@ use sm_routing::sl::SourceSl;
 
 /// Runs one tool per line of `cmds` in one script inside the namespace; each output.
 fn batch(sim: &Ibsim, cmds: &[String]) -> Vec<String> {
-    const MARK: &str = "@@layered@@";
-    let body: String = cmds
-        .iter()
-        .map(|c| format!("echo '{MARK}'; t {c} || echo '!! failed'\n"))
-        .collect();
-    let out = sim.script(&body, 600);
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let parts: Vec<String> = text.split(MARK).skip(1).map(String::from).collect();
-    assert_eq!(
-        parts.len(),
-        cmds.len(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    parts
+    let lines: Vec<String> = cmds.iter().map(|c| format!("t {c}")).collect();
+    sim.each(&lines)
 }
 
 /// The hexadecimal value of `name.....0x1` in saquery output.

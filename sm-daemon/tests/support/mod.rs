@@ -6,7 +6,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use sm_core::fabric::{Fabric, PortIdx};
-use sm_daemon::core::{Event, SweepReport};
+use sm_core::lid::LidStore;
+use sm_daemon::core::{Event, Params, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::port_info::PortState;
 use sm_mad::{Guid, Lid, PKey, Sl};
@@ -162,10 +163,65 @@ pub(crate) fn first_ca_port(f: &Fabric) -> PortIdx {
 
 /// The first link between two switches.
 pub(crate) fn switch_link(f: &Fabric) -> (PortIdx, PortIdx) {
+    switch_links(f)[0]
+}
+
+/// The SM on the first linked CA port of a freshly powered `f`, started (nothing run yet).
+pub(crate) fn started(f: &Fabric, params: Params) -> SimDriver {
+    let mut d = SimDriver::new(
+        f,
+        first_ca_port(f),
+        params,
+        LidStore::new(),
+        sm_sim::SimConfig::default(),
+    );
+    d.start();
+    d
+}
+
+/// [`started`], run until its first sweep brings the subnet up.
+pub(crate) fn up(f: &Fabric, params: Params) -> SimDriver {
+    let mut d = started(f, params);
+    d.run_until(
+        60_000_000_000,
+        |e| matches!(e, Event::SweepDone(r) if r.subnet_up),
+    )
+    .expect("subnet up");
+    d
+}
+
+/// Every link between two switches.
+pub(crate) fn switch_links(f: &Fabric) -> Vec<(PortIdx, PortIdx)> {
     f.links()
-        .find(|&(a, b)| {
+        .filter(|&(a, b)| {
             f.node(f.port(a).node).kind == sm_core::NodeKind::Switch
                 && f.node(f.port(b).node).kind == sm_core::NodeKind::Switch
         })
-        .expect("a switch-to-switch link")
+        .collect()
+}
+
+/// Flaps the links at `ports` from now on, each starting `stagger` ns after the one before:
+/// `count` times down for `down` ns of every `period`.
+pub(crate) fn flap(
+    d: &mut SimDriver,
+    ports: impl IntoIterator<Item = PortIdx>,
+    stagger: u64,
+    period: u64,
+    count: u32,
+    down: u64,
+) {
+    let now = d.now();
+    for (i, port) in ports.into_iter().enumerate() {
+        d.sim
+            .schedule_fault(
+                now + i as u64 * stagger,
+                sm_sim::Fault::Flap {
+                    port,
+                    period,
+                    count,
+                    down: Some(down),
+                },
+            )
+            .expect("a flap on a cabled port");
+    }
 }
