@@ -400,11 +400,13 @@ impl LidStore {
     }
 
     /// Saves so that a crash or a full disk never leaves a half-written store: a new
-    /// temporary file beside it (created exclusively, so a link planted there is not
-    /// followed), written and synced, renamed over the store, the directory synced.
+    /// temporary file beside it, named for the process (created exclusively, so a link
+    /// planted there is not followed), written and synced, renamed over the store, the
+    /// directory synced.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         use std::io::Write;
-        let tmp = path.with_extension("tmp");
+        // One temporary file per process: two savers never take each other's.
+        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
         // A temporary file left by a crash is ours to replace; a symlink is removed, not
         // followed.
         match std::fs::remove_file(&tmp) {
@@ -495,14 +497,15 @@ mod tests {
         let path = dir.join("guid2lid");
         let victim = dir.join("victim");
         std::fs::write(&victim, "precious").unwrap();
-        std::os::unix::fs::symlink(&victim, dir.join("guid2lid.tmp")).unwrap();
+        let tmp = dir.join(format!("guid2lid.tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
         let mut f = fabric(2);
         let mut s = LidStore::new();
         s.assign(&mut f, 0).unwrap();
         s.save(&path).unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert_eq!(LidStore::load(&path).unwrap(), s);
-        assert!(!dir.join("guid2lid.tmp").exists());
+        assert!(!tmp.exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
