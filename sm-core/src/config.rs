@@ -333,6 +333,10 @@ pub struct HealthConfig {
     /// With the performance manager on: a port whose LinkDownedCounter grew by this much
     /// between two reads is unhealthy. 0: never. Default: 0.
     pub link_downed: u32,
+    /// Also switch an unhealthy link off (PortInfo PortPhysicalState Disabled, on its
+    /// switch end), so that it stops flapping and erring; clearing the port switches it on
+    /// again. Default: false (the link stays up physically, only the routes leave it).
+    pub disable_ports: bool,
 }
 
 impl Eq for HealthConfig {}
@@ -344,6 +348,7 @@ impl Default for HealthConfig {
             flap_window_s: 60,
             error_rate: 0.0,
             link_downed: 0,
+            disable_ports: false,
         }
     }
 }

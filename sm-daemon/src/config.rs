@@ -130,6 +130,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         health: crate::core::HealthConfig {
             link_flaps: cfg.health.link_flaps,
             flap_window: ms(u64::from(cfg.health.flap_window_s) * 1000),
+            disable_ports: cfg.health.disable_ports,
         },
         sm_priority: sm.sm_priority,
         max_op_vls: sm.max_op_vls,
@@ -465,6 +466,11 @@ mod tests {
             ("health.flap_window_s", "flap_window_s = 10".into(), Params),
             ("health.error_rate", "error_rate = 2.5".into(), Daemon),
             ("health.link_downed", "link_downed = 3".into(), Daemon),
+            (
+                "health.disable_ports",
+                "disable_ports = true".into(),
+                Params,
+            ),
             (
                 "status.event_log",
                 "event_log = \"/tmp/events.jsonl\"".into(),

@@ -1,5 +1,7 @@
 //! The performance manager: every port's counters (PortCounters over the performance
-//! management class, QP1), read on an interval, accumulated into 64-bit totals.
+//! management class, QP1), read on an interval, accumulated into 64-bit totals. Where a
+//! node's ClassPortInfo (asked once per node) says its agent keeps PortCountersExtended,
+//! the traffic totals come from those 64-bit counters instead of PortCounters' 32-bit ones.
 //!
 //! Sans-IO like the core: [`PerfMgr::start`] begins a sweep over the ports it is given,
 //! [`PerfMgr::poll_transmit`] hands out the Gets (at most `window` in flight),
@@ -66,6 +68,11 @@ pub struct Totals {
     pub xmit_pkts: u64,
     pub rcv_pkts: u64,
     pub xmit_wait: u64,
+    /// Unicast and multicast packets (PortCountersExtended, where the agent keeps them).
+    pub unicast_xmit_pkts: u64,
+    pub unicast_rcv_pkts: u64,
+    pub multicast_xmit_pkts: u64,
+    pub multicast_rcv_pkts: u64,
 }
 
 impl Totals {
@@ -92,6 +99,14 @@ pub struct PortStats {
     /// The last values read, as the port holds them.
     #[serde(skip)]
     pub last: Option<Counters>,
+    /// The last PortCountersExtended read.
+    #[serde(skip)]
+    pub last_ext: Option<perf::ext::Repr>,
+    /// Whether the traffic totals come from PortCountersExtended.
+    pub extended: bool,
+    /// Whether PortCounters' traffic counters were ever added to the totals.
+    #[serde(skip)]
+    traffic_from_32: bool,
     pub reads: u64,
     /// Times a counter went down between reads (cleared by someone, or the port reset).
     pub resets: u64,
@@ -119,20 +134,34 @@ pub struct PerfSweep {
 /// Bits of CounterSelect, in PortCounters' field order.
 const SELECT_ALL: u16 = 0xffff;
 
+/// What a request asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ask {
+    /// The node's ClassPortInfo: does it keep PortCountersExtended?
+    Caps,
+    Counters,
+    Extended,
+    /// A Set clearing PortCounters (its answer only ends it).
+    Clear,
+}
+
 struct InFlight {
     target: Target,
     deadline: Instant,
     tries: u32,
-    /// A clearing Set (its answer only ends it).
-    clear: bool,
+    ask: Ask,
 }
 
 /// The performance manager.
 pub struct PerfMgr {
     cfg: PerfConfig,
     next_tid: u64,
-    queue: VecDeque<(Target, bool)>,
+    queue: VecDeque<(Target, Ask)>,
     in_flight: HashMap<u64, InFlight>,
+    /// Per node: whether its agent keeps PortCountersExtended, once known.
+    extended: HashMap<Guid, bool>,
+    /// Ports waiting for their node's ClassPortInfo.
+    after_caps: HashMap<Guid, Vec<Target>>,
     out: VecDeque<(Lid, [u8; 256])>,
     stats: BTreeMap<(Guid, u8), PortStats>,
     sweep: Option<(Instant, PerfSweep)>,
@@ -162,10 +191,17 @@ fn grew(old: u64, new: u64, resets: &mut u64) -> u64 {
     }
 }
 
-/// Whether any counter is at three quarters of its range or more.
-fn near_full(c: &Counters) -> bool {
+/// Whether any counter in use is at three quarters of its range or more (the traffic
+/// counters not at all when PortCountersExtended stands in for them).
+fn near_full(c: &Counters, extended: bool) -> bool {
     let q = |v: u64, bits: u32| v >= (1u64 << bits) / 4 * 3;
-    q(c.symbol_errors.into(), 16)
+    let traffic = !extended
+        && (q(c.xmit_data.into(), 32)
+            || q(c.rcv_data.into(), 32)
+            || q(c.xmit_pkts.into(), 32)
+            || q(c.rcv_pkts.into(), 32));
+    traffic
+        || q(c.symbol_errors.into(), 16)
         || q(c.link_error_recoveries.into(), 8)
         || q(c.link_downed.into(), 8)
         || q(c.rcv_errors.into(), 16)
@@ -177,16 +213,14 @@ fn near_full(c: &Counters) -> bool {
         || q(c.local_link_integrity_errors.into(), 4)
         || q(c.excessive_buffer_overrun_errors.into(), 4)
         || q(c.vl15_dropped.into(), 16)
-        || q(c.xmit_data.into(), 32)
-        || q(c.rcv_data.into(), 32)
-        || q(c.xmit_pkts.into(), 32)
-        || q(c.rcv_pkts.into(), 32)
         || q(c.xmit_wait.into(), 32)
 }
 
 impl PortStats {
-    /// Takes in a read at `now`; true when the port should be cleared.
-    pub fn update(&mut self, now: Instant, c: &Counters) -> bool {
+    /// Takes in a PortCounters read at `now`; true when the port should be cleared. With
+    /// `extended`, the traffic totals are left to [`PortStats::update_ext`].
+    pub fn update(&mut self, now: Instant, c: &Counters, extended: bool) -> bool {
+        self.extended = extended;
         let old = self.last.unwrap_or_default();
         let t = &mut self.totals;
         let r = &mut self.resets;
@@ -232,10 +266,13 @@ impl PortStats {
             r,
         );
         t.vl15_dropped += grew(old.vl15_dropped.into(), c.vl15_dropped.into(), r);
-        t.xmit_data += grew(old.xmit_data.into(), c.xmit_data.into(), r);
-        t.rcv_data += grew(old.rcv_data.into(), c.rcv_data.into(), r);
-        t.xmit_pkts += grew(old.xmit_pkts.into(), c.xmit_pkts.into(), r);
-        t.rcv_pkts += grew(old.rcv_pkts.into(), c.rcv_pkts.into(), r);
+        if !extended {
+            self.traffic_from_32 = true;
+            t.xmit_data += grew(old.xmit_data.into(), c.xmit_data.into(), r);
+            t.rcv_data += grew(old.rcv_data.into(), c.rcv_data.into(), r);
+            t.xmit_pkts += grew(old.xmit_pkts.into(), c.xmit_pkts.into(), r);
+            t.rcv_pkts += grew(old.rcv_pkts.into(), c.rcv_pkts.into(), r);
+        }
         t.xmit_wait += grew(old.xmit_wait.into(), c.xmit_wait.into(), r);
         if let Some(at) = self.last_at {
             let secs = (now - at).as_secs_f64();
@@ -245,10 +282,32 @@ impl PortStats {
         }
         self.reads += 1;
         self.last_at = Some(now);
-        let clear = near_full(c);
+        let clear = near_full(c, extended);
         // After a clear the port counts from zero: the next read is a difference from it.
         self.last = Some(if clear { Counters::default() } else { *c });
         clear
+    }
+
+    /// Takes in a PortCountersExtended read: 64-bit counters, which only go down when
+    /// someone clears them.
+    pub fn update_ext(&mut self, e: &perf::ext::Repr) {
+        if self.last_ext.is_none() && self.traffic_from_32 {
+            // PortCounters counted the traffic so far: this read is only the baseline.
+            self.last_ext = Some(*e);
+            return;
+        }
+        let old = self.last_ext.unwrap_or_default();
+        let t = &mut self.totals;
+        let r = &mut self.resets;
+        t.xmit_data += grew(old.xmit_data, e.xmit_data, r);
+        t.rcv_data += grew(old.rcv_data, e.rcv_data, r);
+        t.xmit_pkts += grew(old.xmit_pkts, e.xmit_pkts, r);
+        t.rcv_pkts += grew(old.rcv_pkts, e.rcv_pkts, r);
+        t.unicast_xmit_pkts += grew(old.unicast_xmit_pkts, e.unicast_xmit_pkts, r);
+        t.unicast_rcv_pkts += grew(old.unicast_rcv_pkts, e.unicast_rcv_pkts, r);
+        t.multicast_xmit_pkts += grew(old.multicast_xmit_pkts, e.multicast_xmit_pkts, r);
+        t.multicast_rcv_pkts += grew(old.multicast_rcv_pkts, e.multicast_rcv_pkts, r);
+        self.last_ext = Some(*e);
     }
 }
 
@@ -259,6 +318,8 @@ impl PerfMgr {
             next_tid: 0,
             queue: VecDeque::new(),
             in_flight: HashMap::new(),
+            extended: HashMap::new(),
+            after_caps: HashMap::new(),
             out: VecDeque::new(),
             stats: BTreeMap::new(),
             sweep: None,
@@ -283,7 +344,19 @@ impl PerfMgr {
                 ..PerfSweep::default()
             },
         ));
-        self.queue = targets.into_iter().map(|t| (t, false)).collect();
+        self.queue.clear();
+        self.after_caps.clear();
+        for t in targets {
+            if self.extended.contains_key(&t.node) {
+                self.queue.push_back((t, Ask::Counters));
+                continue;
+            }
+            let waiting = self.after_caps.entry(t.node).or_default();
+            if waiting.is_empty() {
+                self.queue.push_back((t, Ask::Caps));
+            }
+            waiting.push(t);
+        }
         self.pump(now);
         self.finish_if_done(now);
     }
@@ -297,19 +370,20 @@ impl PerfMgr {
 
     fn pump(&mut self, now: Instant) {
         while self.in_flight.len() < self.cfg.window {
-            let Some((target, clear)) = self.queue.pop_front() else {
+            let Some((target, ask)) = self.queue.pop_front() else {
                 break;
             };
-            self.send(now, target, clear, 0);
+            self.send(now, target, ask, 0);
         }
     }
 
-    fn send(&mut self, now: Instant, target: Target, clear: bool, tries: u32) {
+    fn send(&mut self, now: Instant, target: Target, ask: Ask, tries: u32) {
         let tid = self.tid();
-        let mad = if clear {
-            perf::clear_port_counters(Tid(tid), target.port, SELECT_ALL)
-        } else {
-            perf::get_port_counters(Tid(tid), target.port)
+        let mad = match ask {
+            Ask::Caps => perf::get_class_port_info(Tid(tid)),
+            Ask::Counters => perf::get_port_counters(Tid(tid), target.port),
+            Ask::Extended => perf::ext::get(Tid(tid), target.port),
+            Ask::Clear => perf::clear_port_counters(Tid(tid), target.port, SELECT_ALL),
         };
         self.out.push_back((target.lid, mad));
         if let Some((_, s)) = &mut self.sweep {
@@ -321,7 +395,7 @@ impl PerfMgr {
                 target,
                 deadline: now + self.cfg.timeout,
                 tries,
-                clear,
+                ask,
             },
         );
     }
@@ -334,8 +408,8 @@ impl PerfMgr {
     /// A performance management MAD received (anything else, or an answer to nothing in
     /// flight, is ignored).
     pub fn handle_mad(&mut self, now: Instant, m: &[u8]) {
-        let Ok((h, c)) = perf::parse_port_counters(m) else {
-            tracing::debug!(len = m.len(), "perf: not a PortCounters answer; ignored");
+        let Ok(h) = sm_mad::mad::Repr::parse(m) else {
+            tracing::debug!(len = m.len(), "perf: not a MAD; ignored");
             return;
         };
         if h.method != Method::GetResp {
@@ -344,23 +418,58 @@ impl PerfMgr {
         let Some(f) = self.in_flight.remove(&(h.tid.0 & 0xffff_ffff)) else {
             return;
         };
-        if !h.status.is_ok() {
-            tracing::debug!(node = %f.target.node, port = f.target.port, status = ?h.status, "perf: error status");
-        } else if !f.clear {
-            if let Some((_, s)) = &mut self.sweep {
-                s.answered += 1;
+        let (node, port) = (f.target.node, f.target.port);
+        match f.ask {
+            Ask::Caps => {
+                let ext = h.status.is_ok()
+                    && perf::parse_class_port_info(m).is_ok_and(|(_, c)| {
+                        c.capability_mask
+                            & (perf::cap::EXTENDED_WIDTH | perf::cap::EXTENDED_WIDTH_NO_IETF)
+                            != 0
+                    });
+                self.extended.insert(node, ext);
+                self.release(node);
             }
-            let sweep = self.sweeps + 1;
-            let st = self
-                .stats
-                .entry((f.target.node, f.target.port))
-                .or_default();
-            st.read_in = sweep;
-            if st.update(now, &c) {
-                tracing::debug!(node = %f.target.node, port = f.target.port, "perf: counters near full; clearing");
-                self.queue.push_back((f.target, true));
+            _ if !h.status.is_ok() => {
+                tracing::debug!(%node, port, status = ?h.status, ask = ?f.ask, "perf: error status");
             }
+            Ask::Counters => {
+                let Ok((_, c)) = perf::parse_port_counters(m) else {
+                    tracing::debug!(%node, port, "perf: bad PortCounters; ignored");
+                    return self.settle(now);
+                };
+                let extended = self.extended.get(&node).copied().unwrap_or(false);
+                if let Some((_, s)) = &mut self.sweep {
+                    s.answered += 1;
+                }
+                let sweep = self.sweeps + 1;
+                let st = self.stats.entry((node, port)).or_default();
+                st.read_in = sweep;
+                if st.update(now, &c, extended) {
+                    tracing::debug!(%node, port, "perf: counters near full; clearing");
+                    self.queue.push_back((f.target, Ask::Clear));
+                }
+                if extended {
+                    self.queue.push_front((f.target, Ask::Extended));
+                }
+            }
+            Ask::Extended => match perf::ext::parse(m) {
+                Ok((_, e)) => self.stats.entry((node, port)).or_default().update_ext(&e),
+                Err(_) => tracing::debug!(%node, port, "perf: bad PortCountersExtended; ignored"),
+            },
+            Ask::Clear => {}
         }
+        self.settle(now);
+    }
+
+    /// Queues the ports that waited for their node's ClassPortInfo.
+    fn release(&mut self, node: Guid) {
+        for t in self.after_caps.remove(&node).unwrap_or_default() {
+            self.queue.push_back((t, Ask::Counters));
+        }
+    }
+
+    fn settle(&mut self, now: Instant) {
         self.pump(now);
         self.finish_if_done(now);
     }
@@ -378,11 +487,18 @@ impl PerfMgr {
                 continue;
             };
             if f.tries < self.cfg.retries {
-                self.send(now, f.target, f.clear, f.tries + 1);
-            } else if !f.clear {
-                if let Some((_, s)) = &mut self.sweep {
-                    s.lost += 1;
+                self.send(now, f.target, f.ask, f.tries + 1);
+                continue;
+            }
+            match f.ask {
+                // Asked again next sweep; the ports are read without it meanwhile.
+                Ask::Caps => self.release(f.target.node),
+                Ask::Counters => {
+                    if let Some((_, s)) = &mut self.sweep {
+                        s.lost += 1;
+                    }
                 }
+                Ask::Extended | Ask::Clear => {}
             }
         }
         self.pump(now);
@@ -490,22 +606,116 @@ mod tests {
             xmit_data: data,
             ..Counters::default()
         };
-        assert!(!s.update(at(0), &c(5, 1_000)));
-        assert!(!s.update(at(1_000), &c(9, 3_000)));
+        assert!(!s.update(at(0), &c(5, 1_000), false));
+        assert!(!s.update(at(1_000), &c(9, 3_000), false));
         assert_eq!(s.totals.symbol_errors, 9);
         assert_eq!(s.totals.xmit_data, 3_000);
         assert_eq!(s.error_rate, 4.0, "4 errors in a second");
         // Cleared by someone else: counted from zero again.
-        assert!(!s.update(at(2_000), &c(2, 500)));
+        assert!(!s.update(at(2_000), &c(2, 500), false));
         assert_eq!(s.totals.symbol_errors, 11);
         assert_eq!(s.totals.xmit_data, 3_500);
         assert_eq!(s.resets, 2);
         // Near the top of 32 bits: cleared, and the next read counts from zero.
-        assert!(s.update(at(3_000), &c(2, 0xd000_0000)));
+        assert!(s.update(at(3_000), &c(2, 0xd000_0000), false));
         let before = s.totals.xmit_data;
-        assert!(!s.update(at(4_000), &c(0, 100)));
+        assert!(!s.update(at(4_000), &c(0, 100), false));
         assert_eq!(s.totals.xmit_data, before + 100);
         assert_eq!(s.reads, 5);
+        // PortCountersExtended takes over the traffic: its first read is the baseline, and
+        // a full 32-bit PortCounters no longer asks for a clear.
+        let e = |data: u64| perf::ext::Repr {
+            xmit_data: data,
+            ..Default::default()
+        };
+        assert!(!s.update(at(5_000), &c(0, 0xffff_ffff), true));
+        assert_eq!(s.totals.xmit_data, before + 100);
+        s.update_ext(&e(7 << 40));
+        assert_eq!(s.totals.xmit_data, before + 100);
+        s.update_ext(&e((7 << 40) + (1 << 33)));
+        assert_eq!(s.totals.xmit_data, before + 100 + (1 << 33));
+        assert!(s.extended);
+    }
+
+    /// A PMA: ClassPortInfo with `caps`, PortCounters `c`, PortCountersExtended `e`.
+    fn agent(req: &[u8; 256], caps: u16, c: Counters, e: perf::ext::Repr) -> [u8; 256] {
+        let attr = u16::from_be_bytes([req[16], req[17]]);
+        let mut b = answer(req, c);
+        let d = &mut b[perf::DATA_OFFSET..];
+        match attr {
+            perf::PORT_COUNTERS_EXTENDED => {
+                let e = perf::ext::Repr {
+                    port_select: req[perf::DATA_OFFSET + 1],
+                    ..e
+                };
+                e.emit(d).unwrap();
+            }
+            sm_mad::class_port_info::ATTR_ID => {
+                d.fill(0);
+                sm_mad::class_port_info::Repr {
+                    capability_mask: caps,
+                    ..Default::default()
+                }
+                .emit(d)
+                .unwrap();
+            }
+            _ => {}
+        }
+        b
+    }
+
+    #[test]
+    fn nodes_keeping_extended_counters_are_read_with_them_once_asked() {
+        let mut p = PerfMgr::new(PerfConfig::default());
+        // Node 1 keeps PortCountersExtended on ports 1 and 2, node 2 does not.
+        let t = |node: u64, port: u8| Target {
+            node: Guid(node),
+            port,
+            lid: Lid(node as u16),
+        };
+        let big = perf::ext::Repr {
+            xmit_data: 5 << 40,
+            rcv_pkts: 1 << 35,
+            unicast_xmit_pkts: 9,
+            ..Default::default()
+        };
+        let small = Counters {
+            xmit_data: 1_000,
+            ..Default::default()
+        };
+        let mut asked = Vec::new();
+        for round in 0..2u64 {
+            p.start(at(round * 200_000), vec![t(1, 1), t(1, 2), t(2, 1)]);
+            while let Some((lid, req)) = p.poll_transmit() {
+                let attr = u16::from_be_bytes([req[16], req[17]]);
+                asked.push((round, lid.0, attr));
+                let caps = if lid.0 == 1 {
+                    perf::cap::EXTENDED_WIDTH
+                } else {
+                    0
+                };
+                p.handle_mad(at(round * 200_000 + 1), &agent(&req, caps, small, big));
+            }
+        }
+        let caps = asked.iter().filter(|a| a.2 == 0x0001).count();
+        assert_eq!(caps, 2, "ClassPortInfo once per node: {asked:?}");
+        let ext = asked
+            .iter()
+            .filter(|a| a.2 == perf::PORT_COUNTERS_EXTENDED)
+            .count();
+        assert_eq!(ext, 4, "two ports of node 1, two sweeps: {asked:?}");
+        let s = &p.stats()[&(Guid(1), 2)];
+        assert!(s.extended);
+        assert_eq!(
+            s.totals.xmit_data,
+            5 << 40,
+            "64-bit, not PortCounters' 1,000"
+        );
+        assert_eq!(s.totals.rcv_pkts, 1 << 35);
+        assert_eq!(s.totals.unicast_xmit_pkts, 9);
+        let s = &p.stats()[&(Guid(2), 1)];
+        assert!(!s.extended);
+        assert_eq!(s.totals.xmit_data, 1_000);
     }
 
     #[test]
@@ -526,36 +736,44 @@ mod tests {
             .collect();
         p.start(at(0), targets);
         assert!(!p.due(at(0)));
-        let a = p.poll_transmit().unwrap();
-        let b = p.poll_transmit().unwrap();
-        assert!(p.poll_transmit().is_none(), "a window of 2");
-        p.handle_mad(
-            at(1),
-            &answer(
-                &a.1,
-                Counters {
+        // Node 2's agent answers ClassPortInfo but never PortCounters.
+        let mut counters_sent = Vec::new();
+        let mut t = 0;
+        loop {
+            while let Some((lid, req)) = p.poll_transmit() {
+                assert!(p.in_flight.len() <= 2, "a window of 2");
+                let attr = u16::from_be_bytes([req[16], req[17]]);
+                if attr == perf::PORT_COUNTERS {
+                    counters_sent.push(lid.0);
+                    if lid.0 == 2 {
+                        continue;
+                    }
+                }
+                let c = Counters {
                     link_downed: 3,
                     ..Counters::default()
-                },
-            ),
-        );
-        let c = p.poll_transmit().unwrap();
-        assert_eq!(c.0, Lid(3));
-        p.handle_mad(at(2), &answer(&c.1, Counters::default()));
-        // The second never answers: retried once, then lost.
-        p.handle_timeout(at(300));
-        let again = p.poll_transmit().unwrap();
-        assert_eq!(again.0, b.0);
-        assert!(p.last_sweep().is_none());
-        p.handle_timeout(at(600));
+                };
+                p.handle_mad(at(t), &agent(&req, 0, c, Default::default()));
+            }
+            if p.last_sweep().is_some() {
+                break;
+            }
+            t += 300;
+            assert!(t < 2_000, "the sweep never ends");
+            p.handle_timeout(at(t));
+        }
+        // Retried once, then lost.
+        counters_sent.sort();
+        assert_eq!(counters_sent, [1, 2, 2, 3]);
         let (s, n) = p.last_sweep().unwrap();
         assert_eq!(
             (s.ports, s.answered, s.lost, s.mads_sent, n),
-            (3, 2, 1, 4, 1)
+            (3, 2, 1, 7, 1)
         );
+        let b = perf::get_port_counters(Tid(2), 2);
         assert_eq!(p.stats()[&(Guid(1), 1)].totals.link_downed, 3);
         // A late answer to nothing in flight changes nothing.
-        p.handle_mad(at(700), &answer(&b.1, Counters::default()));
+        p.handle_mad(at(700), &answer(&b, Counters::default()));
         assert_eq!(p.stats().len(), 2);
         assert!(p.due(at(180_001)));
     }

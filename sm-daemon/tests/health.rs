@@ -28,6 +28,7 @@ fn a_flapping_link_is_taken_out_and_comes_back_when_cleared() {
         health: HealthConfig {
             link_flaps: 3,
             flap_window: Duration::from_secs(10),
+            ..HealthConfig::default()
         },
         ..Params::default()
     };
@@ -107,6 +108,7 @@ fn a_forged_trap_is_ignored_and_a_babbling_link_is_muted() {
         health: HealthConfig {
             link_flaps: 0,
             flap_window: Duration::from_secs(10),
+            ..HealthConfig::default()
         },
         ..Params::default()
     };
@@ -202,4 +204,116 @@ fn the_performance_manager_reads_every_port_and_counts_link_downs() {
         3,
         "the PMA's own counter"
     );
+}
+
+#[test]
+fn simulated_counters_follow_the_traffic_and_loss_shows_as_receive_errors() {
+    use sm_daemon::perf::{PerfConfig, PerfMgr};
+    use sm_sim::scenario::{FaultParam, Target};
+    let f = fabric();
+    let mut d = support::up(&f, Params::default());
+    // Every packet one end of a link sends, the other end receives.
+    let linked: Vec<(PortIdx, PortIdx)> = f
+        .ports()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| Some((PortIdx(i as u32), p.remote?)))
+        .filter(|(a, _)| f.port(*a).num != 0)
+        .collect();
+    let mut total = 0;
+    for &(a, b) in &linked {
+        let (sa, sb) = (&d.sim.port(a).ext_counters, &d.sim.port(b).ext_counters);
+        assert_eq!(
+            sa.xmit_pkts,
+            sb.rcv_pkts,
+            "{:?} -> {:?}",
+            f.port(a),
+            f.port(b)
+        );
+        assert_eq!(sa.xmit_data, sa.xmit_pkts * 72, "words per MAD");
+        assert_eq!(d.sim.port(b).counters.rcv_errors, 0);
+        total += sa.xmit_pkts;
+    }
+    assert!(total > 0, "bringing the subnet up crosses links");
+
+    // Half the MADs over one switch link are lost while the manager reads the counters.
+    let (a, b) = support::switch_link(&f);
+    d.sim
+        .apply_fault(sm_sim::Fault::Fault {
+            target: Target::Link(a),
+            param: FaultParam::Loss(0.5),
+        })
+        .unwrap();
+    d.perf = Some(PerfMgr::new(PerfConfig {
+        interval: Duration::from_secs(1),
+        ..PerfConfig::default()
+    }));
+    let _ = run_watching(&mut d, 3_500 * MS, |_| {});
+    d.sim
+        .apply_fault(sm_sim::Fault::ClearFaults(Target::Link(a)))
+        .unwrap();
+    let _ = run_watching(&mut d, 1_500 * MS, |_| {});
+    let errors = |q: PortIdx| u64::from(d.sim.port(q).counters.rcv_errors);
+    assert!(errors(a) + errors(b) > 0, "lost MADs are receive errors");
+    for &(q, _) in &linked {
+        if q != a && q != b {
+            assert_eq!(errors(q), 0, "no loss at {:?}", f.port(q));
+        }
+    }
+    // The manager's totals are the agents' counters: the extended ones for the traffic.
+    let p = d.perf.as_ref().unwrap();
+    let key = |q: PortIdx| (f.node(f.port(q).node).guid, f.port(q).num);
+    for q in [a, b] {
+        let s = &p.stats()[&key(q)];
+        assert!(s.extended);
+        assert_eq!(s.totals.rcv_errors, errors(q));
+        // Read before the manager's own last answers went out: at most those behind.
+        let pma = d.sim.port(q).ext_counters.xmit_pkts;
+        assert!(s.totals.xmit_pkts > 0 && s.totals.xmit_pkts <= pma);
+    }
+}
+
+#[test]
+fn with_disable_ports_an_unhealthy_link_is_switched_off_and_back_on_when_cleared() {
+    use sm_mad::port_info::PhysPortState;
+    let f = fabric();
+    let params = Params {
+        health: HealthConfig {
+            link_flaps: 3,
+            flap_window: Duration::from_secs(10),
+            disable_ports: true,
+        },
+        ..Params::default()
+    };
+    let mut d = support::up(&f, params);
+    let (a, b): (PortIdx, PortIdx) = support::switch_link(&f);
+    let (ga, na) = (f.node(f.port(a).node).guid, f.port(a).num);
+    support::flap(&mut d, [a], 0, 40 * MS, 6, 10 * MS);
+    let _ = run_watching(&mut d, 600 * MS, |_| {});
+    assert_eq!(d.sm.unhealthy_ports().len(), 2);
+    // One end is switched off; the link stays down through the later flaps.
+    let phys = |d: &sm_daemon::transport::sim::SimDriver, q: PortIdx| {
+        d.sim.port(q).info.port_physical_state
+    };
+    let off: Vec<PortIdx> = [a, b]
+        .into_iter()
+        .filter(|&q| phys(&d, q) == PhysPortState::Disabled)
+        .collect();
+    assert_eq!(off.len(), 1, "{:?} {:?}", phys(&d, a), phys(&d, b));
+    for q in [a, b] {
+        assert_eq!(d.sim.port(q).info.port_state, PortState::Down);
+    }
+    all_pairs_delivered(&d, "with the link switched off");
+    // Cleared at both ends: switched on, and back in the subnet.
+    let now = sm_daemon::core::Instant::from_nanos(d.now());
+    let (gb, nb) = (f.node(f.port(b).node).guid, f.port(b).num);
+    assert!(d.sm.clear_unhealthy(now, ga, na));
+    assert!(d.sm.clear_unhealthy(now, gb, nb));
+    let _ = run_watching(&mut d, 1_000 * MS, |_| {});
+    for q in [a, b] {
+        assert_eq!(phys(&d, q), PhysPortState::LinkUp);
+        assert_eq!(d.sim.port(q).info.port_state, PortState::Active);
+    }
+    assert!(d.sm.unhealthy_ports().is_empty());
+    all_pairs_delivered(&d, "after clearing");
 }

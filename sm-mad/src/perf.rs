@@ -2,6 +2,9 @@
 //! port's performance management agent keeps, read over QP1 with a LID-routed GMP. The MAD
 //! is the common header, 40 reserved bytes, then the attribute at byte 64.
 //!
+//! PortCountersExtended carries the traffic counters in 64 bits, where ClassPortInfo's
+//! capability mask says the agent has them.
+//!
 //! PortCounters' error counters are 4 to 16 bits wide and its data counters 32 bits, and
 //! all of them stop at their maximum rather than wrap: a manager accumulates differences
 //! between reads into 64-bit totals and clears a counter before it saturates.
@@ -54,26 +57,7 @@ wire_struct! {
 
 /// A Get(PortCounters) of `port` as a whole MAD.
 pub fn get_port_counters(tid: Tid, port: u8) -> [u8; 256] {
-    let mut b = [0u8; 256];
-    let h = mad::Repr {
-        base_version: mad::BASE_VERSION,
-        mgmt_class: MgmtClass::Perf,
-        class_version: CLASS_VERSION,
-        method: Method::Get,
-        status: MadStatus::OK,
-        class_specific: 0,
-        tid,
-        attr_id: PORT_COUNTERS,
-        attr_mod: 0,
-    };
-    let pc = Repr {
-        port_select: port,
-        ..Repr::default()
-    };
-    // Both fit a 256-byte MAD by construction.
-    let _ = h.emit(&mut b);
-    let _ = pc.emit(&mut b[DATA_OFFSET..]);
-    b
+    request(tid, Method::Get, PORT_COUNTERS, port)
 }
 
 /// A Set(PortCounters) clearing the counters `select` names on `port`.
@@ -87,6 +71,97 @@ pub fn clear_port_counters(tid: Tid, port: u8, select: u16) -> [u8; 256] {
     };
     let _ = pc.emit(&mut b[DATA_OFFSET..]);
     b
+}
+
+/// PerfMgt ClassPortInfo CapabilityMask bits (IBA 16.1.2, Table 236).
+pub mod cap {
+    /// PortSelect 0xFF reads the sum of every port.
+    pub const ALL_PORT_SELECT: u16 = 1 << 8;
+    /// PortCountersExtended, with the unicast and multicast counters.
+    pub const EXTENDED_WIDTH: u16 = 1 << 9;
+    /// PortCountersExtended without the unicast and multicast counters.
+    pub const EXTENDED_WIDTH_NO_IETF: u16 = 1 << 10;
+    /// PortCounters.PortXmitWait is kept.
+    pub const XMIT_WAIT: u16 = 1 << 12;
+}
+
+/// A performance management request of `attr` with PortSelect `port`.
+fn request(tid: Tid, method: Method, attr: u16, port: u8) -> [u8; 256] {
+    let mut b = [0u8; 256];
+    let h = mad::Repr {
+        base_version: mad::BASE_VERSION,
+        mgmt_class: MgmtClass::Perf,
+        class_version: CLASS_VERSION,
+        method,
+        status: MadStatus::OK,
+        class_specific: 0,
+        tid,
+        attr_id: attr,
+        attr_mod: 0,
+    };
+    // The header fits a 256-byte MAD by construction; PortSelect is the same byte in
+    // PortCounters and PortCountersExtended.
+    let _ = h.emit(&mut b);
+    b[DATA_OFFSET + 1] = port;
+    b
+}
+
+/// A Get(ClassPortInfo) of the performance management agent.
+pub fn get_class_port_info(tid: Tid) -> [u8; 256] {
+    request(tid, Method::Get, crate::class_port_info::ATTR_ID, 0)
+}
+
+/// The header and ClassPortInfo of a GetResp.
+pub fn parse_class_port_info(m: &[u8]) -> Result<(mad::Repr, crate::class_port_info::Repr)> {
+    let h = mad::Repr::parse(m)?;
+    let data = m.get(DATA_OFFSET..).ok_or(crate::Error::Truncated {
+        what: "ClassPortInfo",
+        need: DATA_OFFSET + crate::class_port_info::LEN,
+        got: m.len(),
+    })?;
+    Ok((h, crate::class_port_info::Repr::parse(data)?))
+}
+
+/// PortCountersExtended (IBA 16.1.4.11): 64-bit traffic counters that never saturate in
+/// practice, so a manager needs no clearing for them.
+pub mod ext {
+    use super::*;
+
+    wire_struct! {
+        /// PortCountersExtended.
+        struct "PortCountersExtended", 72;
+        fields {
+            port_select: u8 = PORT_SELECT @ 8, 8;
+            /// On a Set: which counters to clear (bit 0 PortXmitData, in field order).
+            counter_select: u16 = COUNTER_SELECT @ 16, 16;
+            /// Data sent, in 4-byte words.
+            xmit_data: u64 = XMIT_DATA @ 64, 64;
+            /// Data received, in 4-byte words.
+            rcv_data: u64 = RCV_DATA @ 128, 64;
+            xmit_pkts: u64 = XMIT_PKTS @ 192, 64;
+            rcv_pkts: u64 = RCV_PKTS @ 256, 64;
+            unicast_xmit_pkts: u64 = UNICAST_XMIT_PKTS @ 320, 64;
+            unicast_rcv_pkts: u64 = UNICAST_RCV_PKTS @ 384, 64;
+            multicast_xmit_pkts: u64 = MULTICAST_XMIT_PKTS @ 448, 64;
+            multicast_rcv_pkts: u64 = MULTICAST_RCV_PKTS @ 512, 64;
+        }
+    }
+
+    /// A Get(PortCountersExtended) of `port`.
+    pub fn get(tid: Tid, port: u8) -> [u8; 256] {
+        request(tid, Method::Get, PORT_COUNTERS_EXTENDED, port)
+    }
+
+    /// The header and PortCountersExtended of a GetResp.
+    pub fn parse(m: &[u8]) -> Result<(mad::Repr, Repr)> {
+        let h = mad::Repr::parse(m)?;
+        let data = m.get(DATA_OFFSET..).ok_or(crate::Error::Truncated {
+            what: "PortCountersExtended",
+            need: DATA_OFFSET + LEN,
+            got: m.len(),
+        })?;
+        Ok((h, Repr::parse(data)?))
+    }
 }
 
 /// The header and PortCounters of a GetResp.
@@ -148,6 +223,47 @@ mod tests {
         let mut back = [0u8; 44];
         r.emit(&mut back).unwrap();
         assert_eq!(back, d);
+    }
+
+    /// Offsets from IBA Table 261, placed by hand.
+    #[test]
+    fn port_counters_extended_fields_sit_where_the_spec_puts_them() {
+        let mut d = [0u8; 72];
+        d[1] = 9;
+        for i in 0..8u64 {
+            let at = 8 + 8 * i as usize;
+            d[at..at + 8].copy_from_slice(&(0x0100_0000_0000_0000 * (i + 1) + i).to_be_bytes());
+        }
+        let r = ext::Repr::parse(&d).unwrap();
+        assert_eq!(r.port_select, 9);
+        assert_eq!(r.xmit_data, 0x0100_0000_0000_0000);
+        assert_eq!(r.rcv_data, 0x0200_0000_0000_0001);
+        assert_eq!(r.xmit_pkts, 0x0300_0000_0000_0002);
+        assert_eq!(r.rcv_pkts, 0x0400_0000_0000_0003);
+        assert_eq!(r.unicast_xmit_pkts, 0x0500_0000_0000_0004);
+        assert_eq!(r.multicast_rcv_pkts, 0x0800_0000_0000_0007);
+        let mut back = [0u8; 72];
+        r.emit(&mut back).unwrap();
+        assert_eq!(back, d);
+        let g = ext::get(Tid(5), 9);
+        assert_eq!(u16::from_be_bytes([g[16], g[17]]), PORT_COUNTERS_EXTENDED);
+        assert_eq!(ext::parse(&g).unwrap().1.port_select, 9);
+        assert!(ext::parse(&g[..100]).is_err());
+    }
+
+    #[test]
+    fn class_port_info_capabilities_are_read() {
+        let g = get_class_port_info(Tid(3));
+        assert_eq!(&g[..4], &[1, 0x04, 1, 0x01]);
+        assert_eq!(u16::from_be_bytes([g[16], g[17]]), 0x0001);
+        let mut a = g;
+        a[3] = 0x81;
+        a[DATA_OFFSET + 2..DATA_OFFSET + 4]
+            .copy_from_slice(&(cap::EXTENDED_WIDTH | cap::XMIT_WAIT).to_be_bytes());
+        let (h, c) = parse_class_port_info(&a).unwrap();
+        assert_eq!(h.method, Method::GetResp);
+        assert!(c.has_capability(cap::EXTENDED_WIDTH));
+        assert!(!c.has_capability(cap::EXTENDED_WIDTH_NO_IETF));
     }
 
     #[test]

@@ -100,6 +100,14 @@ impl Sim {
             }
             Action::Fault { target, .. } | Action::ClearFaults(target) => self.check_target(target),
             Action::StartSm { port, .. } | Action::StopSm(port) => self.check_end_port(*port),
+            Action::Probe { from, to, .. } => {
+                self.check_end_port(*from)?;
+                self.ports
+                    .get(to.idx())
+                    .filter(|p| p.exists)
+                    .map(|_| ())
+                    .ok_or(FaultError::NoSuchPort(to.0))
+            }
         }
     }
 
@@ -169,6 +177,12 @@ impl Sim {
                 sm_key,
             }),
             Action::StopSm(port) => self.sm_events.push_back(SmEvent::Stop { port }),
+            Action::Probe {
+                from,
+                to,
+                attr,
+                m_key,
+            } => self.probe(from, to, attr, m_key),
         }
     }
 
@@ -230,7 +244,11 @@ impl Sim {
             return;
         };
         let alive = |s: &Sim, x: PortIdx| s.nodes[s.ports[x.idx()].node.idx()].alive;
-        if alive(self, p) && alive(self, r) {
+        // A port whose PHY an SM switched off stays down until it is switched on.
+        let off = |s: &Sim, x: PortIdx| {
+            s.ports[x.idx()].info.port_physical_state == PhysPortState::Disabled
+        };
+        if alive(self, p) && alive(self, r) && !off(self, p) && !off(self, r) {
             self.set_link(p, PortState::Init, PhysPortState::LinkUp);
         }
     }
@@ -387,7 +405,8 @@ fn describe(a: &Action) -> String {
         Action::LinkDown(p) | Action::LinkUp(p) | Action::Flap { port: p, .. } => p.to_string(),
         Action::Recable { from, .. }
         | Action::StartSm { port: from, .. }
-        | Action::StopSm(from) => from.to_string(),
+        | Action::StopSm(from)
+        | Action::Probe { from, .. } => from.to_string(),
         Action::Fault {
             target: Target::Link(p),
             ..
@@ -503,6 +522,17 @@ impl Names {
                 sm_key: *sm_key,
             },
             Action::StopSm(p) => Action::StopSm(self.port(sim, p)?),
+            Action::Probe {
+                from,
+                to,
+                attr,
+                m_key,
+            } => Action::Probe {
+                from: self.port(sim, from)?,
+                to: self.port(sim, to)?,
+                attr: *attr,
+                m_key: *m_key,
+            },
         })
     }
 }

@@ -7,6 +7,7 @@
 
 mod fault;
 mod mkey;
+mod probe;
 pub mod scenario;
 mod sim;
 mod sma;
@@ -15,6 +16,7 @@ pub mod testkit;
 pub mod trace;
 
 pub use fault::FaultError;
+pub use probe::Probe;
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{
     Drop, EndpointId, Faults, Inbound, MAX_HOPS, Nanos, SendError, Sim, SimConfig, SimStats,

@@ -159,6 +159,14 @@ pub enum Action<N = NodeRef, P = PortRef> {
     },
     /// The SM on an end port dies: it answers nothing from then on.
     StopSm(P),
+    /// An end port sends SubnGet(`attr`) LID-routed to another port's LID, as `smpquery`
+    /// would, with M_Key `m_key`; see [`crate::Sim::probes`].
+    Probe {
+        from: P,
+        to: P,
+        attr: u16,
+        m_key: u64,
+    },
 }
 
 /// One line of a scenario.
@@ -202,6 +210,10 @@ pub enum ScenarioErrorKind {
     BadPriority(String),
     #[error("bad SM_Key {0:?} (expected a 64-bit number, 0x... or decimal)")]
     BadSmKey(String),
+    #[error("bad M_Key {0:?} (expected a 64-bit number, 0x... or decimal)")]
+    BadMKey(String),
+    #[error("bad attribute {0:?} (expected an SMP attribute name such as PortInfo, or 0x...)")]
+    BadAttribute(String),
     #[error("bad node {0:?} (expected 0xGUID or \"description\")")]
     BadNode(String),
     #[error("bad port {0:?} (expected NODE[number], number 0..=254)")]
@@ -615,11 +627,7 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             let sm_key = if l.peek_word().as_deref() == Some("sm-key") {
                 l.toks.next();
                 let w = l.word("an SM_Key")?;
-                let v = w.strip_prefix("0x").map_or_else(
-                    || w.parse::<u64>().ok(),
-                    |h| u64::from_str_radix(h, 16).ok(),
-                );
-                Some(v.ok_or(Kind::BadSmKey(w))?)
+                Some(number(&w).ok_or(Kind::BadSmKey(w))?)
             } else {
                 None
             };
@@ -630,6 +638,25 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             }
         }
         "stop-sm" => Action::StopSm(l.port()?),
+        "probe" => {
+            let from = l.port()?;
+            let to = l.port()?;
+            let w = l.word("an attribute")?;
+            let attr = smp_attr(&w).ok_or(Kind::BadAttribute(w))?;
+            let m_key = if l.peek_word().as_deref() == Some("m-key") {
+                l.toks.next();
+                let w = l.word("an M_Key")?;
+                number(&w).ok_or(Kind::BadMKey(w))?
+            } else {
+                0
+            };
+            Action::Probe {
+                from,
+                to,
+                attr,
+                m_key,
+            }
+        }
         _ => return Err(Kind::UnknownAction(verb)),
     };
     l.end()?;
@@ -678,6 +705,24 @@ pub enum ReadError {
     Io { file: String, message: String },
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+}
+
+/// A 64-bit number, `0x...` or decimal.
+fn number(w: &str) -> Option<u64> {
+    w.strip_prefix("0x")
+        .map_or_else(|| w.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+}
+
+/// An SMP attribute by its name (any case, as `ibsm decode` names it) or number.
+fn smp_attr(w: &str) -> Option<u16> {
+    if let Some(n) = number(w) {
+        return u16::try_from(n).ok();
+    }
+    (0..=0xffffu16).find(|&id| {
+        sm_mad::attr::SmpAttrId::from_raw_value(id)
+            .name()
+            .is_some_and(|n| n.eq_ignore_ascii_case(w))
+    })
 }
 
 #[cfg(test)]

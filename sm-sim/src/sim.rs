@@ -48,7 +48,7 @@ impl Faults {
 
 /// The faults met along one transmission, combined: each link or node crossed adds its
 /// own chances (independent), delays add up, the longest hold-back counts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Hazard {
     keep: f64,
     single: f64,
@@ -56,6 +56,9 @@ pub(crate) struct Hazard {
     jitter: Nanos,
     delay: Nanos,
     any: bool,
+    /// The ports the MAD left by, in order, when its traffic is to be counted in the
+    /// ports' PortCounters (not for the tracer's walks).
+    trail: Option<Vec<PortIdx>>,
 }
 
 impl Hazard {
@@ -66,6 +69,7 @@ impl Hazard {
         jitter: 0,
         delay: 0,
         any: false,
+        trail: None,
     };
 
     #[inline]
@@ -265,6 +269,9 @@ pub struct Sim {
     pub(crate) stats: SimStats,
     /// SMs a scenario started or stopped, for the driver to act on.
     pub(crate) sm_events: VecDeque<SmEvent>,
+    /// Kept between transmissions for [`Hazard::trail`], so that counting allocates once.
+    trail_buf: Vec<PortIdx>,
+    pub(crate) probes: Vec<crate::probe::Probe>,
 }
 
 /// An SM a scenario starts or stops: the fabric has no SM of its own, so it hands these to
@@ -320,6 +327,8 @@ impl Sim {
             trap_tid: 0x5100_0000,
             stats: SimStats::default(),
             sm_events: VecDeque::new(),
+            trail_buf: Vec::new(),
+            probes: Vec::new(),
         }
     }
 
@@ -436,7 +445,7 @@ impl Sim {
         if !hz.any && g.is_none() {
             return copies;
         }
-        let mut h = *hz;
+        let mut h = Hazard { trail: None, ..*hz };
         h.add(&g);
         if self.chance(1.0 - h.keep) {
             copies.n = 0;
@@ -452,6 +461,22 @@ impl Sim {
             }
         }
         copies
+    }
+
+    /// A hazard that keeps the trail of the MAD for its traffic counters.
+    pub(crate) fn counted(&mut self) -> Hazard {
+        let mut buf = std::mem::take(&mut self.trail_buf);
+        buf.clear();
+        Hazard {
+            trail: Some(buf),
+            ..Hazard::NONE
+        }
+    }
+
+    /// Drops a MAD stopped on its way, which still crossed the links before the stop.
+    pub(crate) fn drop_on_the_way(&mut self, why: Drop, mut hz: Hazard) {
+        self.count_trail(hz.trail.take(), false);
+        self.drop_mad(why);
     }
 
     pub(crate) fn drop_mad(&mut self, why: Drop) {
@@ -473,7 +498,7 @@ impl Sim {
             .get(ep.0 as usize)
             .ok_or(SendError::UnknownEndpoint(ep))?
             .port;
-        let mut buf: [u8; 256] = mad
+        let buf: [u8; 256] = mad
             .try_into()
             .map_err(|_| SendError::BadLength(mad.len()))?;
         self.stats.sent += 1;
@@ -481,8 +506,14 @@ impl Sim {
             self.drop_mad(Drop::Malformed);
             return Ok(());
         }
+        self.inject(from, dlid, buf);
+        Ok(())
+    }
+
+    /// Sends a MAD from port `from` as an endpoint there would.
+    pub(crate) fn inject(&mut self, from: PortIdx, dlid: Lid, mut buf: [u8; 256]) {
         let own_lid = self.ports[from.idx()].info.lid;
-        let mut hz = Hazard::NONE;
+        let mut hz = self.counted();
         match self.carry(from, dlid, &mut buf, &mut hz) {
             Ok((port, hops, dr_end)) => {
                 let slid = if smp::Packet::from(&buf).is_directed() {
@@ -495,9 +526,8 @@ impl Sim {
                 };
                 self.transmit(self.now, hops, port, &buf, slid, dr_end, hz);
             }
-            Err(why) => self.drop_mad(why),
+            Err(why) => self.drop_on_the_way(why, hz),
         }
-        Ok(())
     }
 
     /// Answers `request` (delivered to `ep`) with `response`: a directed-route response
@@ -634,6 +664,9 @@ impl Sim {
         }
         if let Some(f) = &p.faults {
             hz.add(f);
+        }
+        if let Some(t) = &mut hz.trail {
+            t.push(out);
         }
         Ok(r)
     }
@@ -794,16 +827,20 @@ impl Sim {
                 hz.add(f);
             }
             u32::MAX
+        } else if self.probe_answered(mad) {
+            self.count_trail(hz.trail.take(), false);
+            return;
         } else {
             match self.ep_at.get(self.listener_port(port).idx()).copied() {
                 Some(ep) if ep != u32::MAX => ep,
                 _ => {
-                    self.drop_mad(Drop::NoListener);
+                    self.drop_on_the_way(Drop::NoListener, hz);
                     return;
                 }
             }
         };
         let copies = self.wire(&hz);
+        self.count_trail(hz.trail.take(), copies.n == 0);
         if copies.n == 0 {
             self.drop_mad(Drop::Injected);
             return;
@@ -830,6 +867,40 @@ impl Sim {
             };
             self.schedule(at, ev);
         }
+    }
+
+    /// Counts the MAD whose links the trail holds in the PortCounters of both ends of each
+    /// link. `lost`: fault injection dropped it, which the receiving end of the lossiest link
+    /// crossed (the last one when none stands out) counts as a receive error.
+    fn count_trail(&mut self, trail: Option<Vec<PortIdx>>, lost: bool) {
+        let Some(mut trail) = trail else {
+            return;
+        };
+        let mut upto = trail.len();
+        if lost && !trail.is_empty() {
+            let loss = |p: &PortIdx| self.ports[p.idx()].faults.as_ref().map_or(0.0, |f| f.loss);
+            let mut at = trail.len() - 1;
+            for (i, p) in trail.iter().enumerate() {
+                if loss(p) > loss(&trail[at]) {
+                    at = i;
+                }
+            }
+            upto = at + 1;
+        }
+        for (i, &out) in trail[..upto].iter().enumerate() {
+            let Some(r) = self.ports[out.idx()].remote else {
+                continue;
+            };
+            count_packet(&mut self.ports[out.idx()], true);
+            if lost && i + 1 == upto {
+                let c = &mut self.ports[r.idx()].counters;
+                c.rcv_errors = c.rcv_errors.saturating_add(1);
+            } else {
+                count_packet(&mut self.ports[r.idx()], false);
+            }
+        }
+        trail.clear();
+        self.trail_buf = trail;
     }
 
     fn process(&mut self, ev: Event) {
@@ -904,7 +975,7 @@ impl Sim {
             }
         }
         smp::Packet::from(&mut mad).data_mut().copy_from_slice(&out);
-        let mut hz = Hazard::NONE;
+        let mut hz = self.counted();
         if let Some(f) = &self.nodes[n.idx()].faults {
             hz.add(f);
         }
@@ -947,7 +1018,7 @@ impl Sim {
                 let depart = self.now + delay;
                 self.transmit(depart, hops, dest, &mad, src_lid, None, hz)
             }
-            Err(why) => self.drop_mad(why),
+            Err(why) => self.drop_on_the_way(why, hz),
         }
     }
 
@@ -960,21 +1031,50 @@ impl Sim {
         let n = self.node_of(port);
         let hdr = mad::Packet::from(&mad);
         let (method, attr_id) = (hdr.method(), hdr.attr_id());
-        let req = perf::Repr::parse(&mad[perf::DATA_OFFSET..]);
-        let status = match (attr_id, req) {
-            (perf::PORT_COUNTERS, Ok(r)) => {
-                let num = if self.is_switch(n) || r.port_select != 0 {
-                    r.port_select
-                } else {
-                    self.ports[port.idx()].num
+        // PortSelect is the same byte in both counter attributes.
+        let select = mad[perf::DATA_OFFSET + 1];
+        let num = if self.is_switch(n) || select != 0 {
+            select
+        } else {
+            self.ports[port.idx()].num
+        };
+        let target = self.port_idx(n, num);
+        let status = match (attr_id, target) {
+            (sm_mad::class_port_info::ATTR_ID, _) if method == Method::Get => {
+                let cpi = sm_mad::class_port_info::Repr {
+                    base_version: 1,
+                    class_version: perf::CLASS_VERSION,
+                    capability_mask: perf::cap::EXTENDED_WIDTH | perf::cap::XMIT_WAIT,
+                    ..Default::default()
                 };
-                match self.port_idx(n, num) {
-                    Some(q) => {
-                        let c = &mut self.ports[q.idx()].counters;
+                mad[perf::DATA_OFFSET..].fill(0);
+                let _ = cpi.emit(&mut mad[perf::DATA_OFFSET..]);
+                MadStatus::OK
+            }
+            (perf::PORT_COUNTERS, Some(q)) => match perf::Repr::parse(&mad[perf::DATA_OFFSET..]) {
+                Ok(r) => {
+                    let c = &mut self.ports[q.idx()].counters;
+                    if method == Method::Set {
+                        clear_counters(c, r.counter_select);
+                    }
+                    let out = perf::Repr {
+                        port_select: num,
+                        counter_select: 0,
+                        ..*c
+                    };
+                    let _ = out.emit(&mut mad[perf::DATA_OFFSET..]);
+                    MadStatus::OK
+                }
+                Err(_) => MadStatus::INVALID_FIELD,
+            },
+            (perf::PORT_COUNTERS_EXTENDED, Some(q)) => {
+                match perf::ext::Repr::parse(&mad[perf::DATA_OFFSET..]) {
+                    Ok(r) => {
+                        let c = &mut self.ports[q.idx()].ext_counters;
                         if method == Method::Set {
-                            clear_counters(c, r.counter_select);
+                            clear_ext_counters(c, r.counter_select);
                         }
-                        let out = perf::Repr {
+                        let out = perf::ext::Repr {
                             port_select: num,
                             counter_select: 0,
                             ..*c
@@ -982,16 +1082,16 @@ impl Sim {
                         let _ = out.emit(&mut mad[perf::DATA_OFFSET..]);
                         MadStatus::OK
                     }
-                    None => MadStatus::INVALID_FIELD,
+                    Err(_) => MadStatus::INVALID_FIELD,
                 }
             }
-            (perf::PORT_COUNTERS, Err(_)) => MadStatus::INVALID_FIELD,
+            (perf::PORT_COUNTERS | perf::PORT_COUNTERS_EXTENDED, None) => MadStatus::INVALID_FIELD,
             _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
         };
         let mut p = mad::Packet::from(&mut mad);
         p.set(mad::field::METHOD, Method::GetResp);
         p.set(mad::field::STATUS, status);
-        let mut hz = Hazard::NONE;
+        let mut hz = self.counted();
         if let Some(f) = &self.nodes[n.idx()].faults {
             hz.add(f);
         }
@@ -1000,7 +1100,7 @@ impl Sim {
                 let src = self.lid_of(port);
                 self.transmit(self.now + delay, hops, dest, &mad, src, None, hz);
             }
-            Err(why) => self.drop_mad(why),
+            Err(why) => self.drop_on_the_way(why, hz),
         }
     }
 
@@ -1040,7 +1140,12 @@ impl Sim {
                 *c = c.saturating_add(1);
             }
             port.info.port_state = state;
-            port.info.port_physical_state = phys;
+            // A switched-off PHY stays off when its link goes down again.
+            if port.info.port_physical_state != PhysPortState::Disabled
+                || phys == PhysPortState::LinkUp
+            {
+                port.info.port_physical_state = phys;
+            }
             if let Some((width, speed, ext)) = trained {
                 port.info.link_width_active = width;
                 port.info.link_speed_active = speed;
@@ -1115,7 +1220,7 @@ impl Sim {
             return;
         }
         let Ok(bytes) = smp.to_bytes() else { return };
-        let mut hz = Hazard::NONE;
+        let mut hz = self.counted();
         if let Some(f) = &self.nodes[self.node_of(from).idx()].faults {
             hz.add(f);
         }
@@ -1124,7 +1229,7 @@ impl Sim {
                 self.stats.traps_sent += 1;
                 self.transmit(self.now, hops, dest, &bytes, info.lid, None, hz);
             }
-            Err(why) => self.drop_mad(why),
+            Err(why) => self.drop_on_the_way(why, hz),
         }
     }
 
@@ -1150,6 +1255,49 @@ impl Sim {
     /// Whether a trap is still waiting for its TrapRepress.
     pub fn trap_pending(&self, n: NodeIdx) -> bool {
         self.traps.get(n.idx()).is_some_and(|t| t.is_some())
+    }
+}
+
+/// A MAD's words on the wire: the MAD and its LRH, BTH, DETH and ICRC.
+const MAD_WORDS: u32 = (256 + 8 + 12 + 8 + 4) / 4;
+
+/// One MAD sent (`xmit`) or received at a port: PortCounters stop at their maximum,
+/// PortCountersExtended counts on.
+fn count_packet(p: &mut crate::state::SimPort, xmit: bool) {
+    let (c, e) = (&mut p.counters, &mut p.ext_counters);
+    if xmit {
+        c.xmit_pkts = c.xmit_pkts.saturating_add(1);
+        c.xmit_data = c.xmit_data.saturating_add(MAD_WORDS);
+        e.xmit_pkts = e.xmit_pkts.wrapping_add(1);
+        e.unicast_xmit_pkts = e.unicast_xmit_pkts.wrapping_add(1);
+        e.xmit_data = e.xmit_data.wrapping_add(MAD_WORDS.into());
+    } else {
+        c.rcv_pkts = c.rcv_pkts.saturating_add(1);
+        c.rcv_data = c.rcv_data.saturating_add(MAD_WORDS);
+        e.rcv_pkts = e.rcv_pkts.wrapping_add(1);
+        e.unicast_rcv_pkts = e.unicast_rcv_pkts.wrapping_add(1);
+        e.rcv_data = e.rcv_data.wrapping_add(MAD_WORDS.into());
+    }
+}
+
+/// Clears the PortCountersExtended CounterSelect names (bit 0 PortXmitData, in field
+/// order).
+fn clear_ext_counters(c: &mut sm_mad::perf::ext::Repr, select: u16) {
+    let on = |bit: u16| select & (1 << bit) != 0;
+    let fields = [
+        &mut c.xmit_data,
+        &mut c.rcv_data,
+        &mut c.xmit_pkts,
+        &mut c.rcv_pkts,
+        &mut c.unicast_xmit_pkts,
+        &mut c.unicast_rcv_pkts,
+        &mut c.multicast_xmit_pkts,
+        &mut c.multicast_rcv_pkts,
+    ];
+    for (bit, f) in fields.into_iter().enumerate() {
+        if on(bit as u16) {
+            *f = 0;
+        }
     }
 }
 

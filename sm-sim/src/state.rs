@@ -99,6 +99,8 @@ pub struct SimPort {
     /// The port's PortCounters, as its performance management agent answers them (they
     /// stop at their maximum, as the hardware's do).
     pub counters: sm_mad::perf::Repr,
+    /// Its PortCountersExtended (64-bit traffic counters).
+    pub ext_counters: sm_mad::perf::ext::Repr,
 }
 
 /// A port's VL arbitration tables.
@@ -245,6 +247,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             info: port_info::Repr::default(),
             pkeys: Vec::new(),
             counters: sm_mad::perf::Repr::default(),
+            ext_counters: sm_mad::perf::ext::Repr::default(),
             sl2vl: [0; 16],
             vlarb: None,
             guids: [Guid(0); GUID_CAP as usize],

@@ -364,6 +364,21 @@ fn port_counters_read_by_ibsm_are_perfquerys_and_add_up_across_resets() {
     ours(55);
     let theirs = sim.tool_ok(&["perfquery", &lid.to_string(), "3"], 20);
     assert_eq!(perf_field(&theirs, "SymbolErrorCounter"), 5);
+    // ibsim keeps PortCountersExtended: ibsm takes the traffic from its 64-bit counters,
+    // which go far past PortCounters' 32 bits.
+    let big: u64 = 1 << 40;
+    sim.console(&format!(
+        "PerformanceSet \"sw-a\"[3] PortCountersExtended.PortXmitData={big}"
+    ));
+    let got = poll(Duration::from_secs(30), Duration::from_millis(200), || {
+        let c = ours(55);
+        (c["xmit_data"].as_u64()? >= big).then_some(c)
+    })
+    .unwrap_or_else(|| panic!("ibsm never read PortCountersExtended"));
+    let theirs = sim.tool_ok(&["perfquery", "-x", &lid.to_string(), "3"], 20);
+    let xmit = perf_field(&theirs, "PortXmitData");
+    assert!(xmit >= big, "{theirs}");
+    assert!(got["xmit_data"].as_u64().unwrap() <= xmit, "{got} {theirs}");
     let log_text = std::fs::read_to_string(&log_path).unwrap();
     assert!(log_text.contains("port counters read"), "{log_text}");
     let st = sm.terminate();

@@ -189,6 +189,55 @@ struct Report {
     /// Ports left out of the subnet because their link kept going down (node GUID, port,
     /// why).
     unhealthy_ports: Vec<sm_daemon::core::UnhealthyPort>,
+    /// The scenario's probes sent so far (`--sim --run-for`), with what came back.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    probes: Vec<ProbeReport>,
+}
+
+/// A scenario's probe: an end port's SubnGet of another port's attribute.
+#[derive(Debug, Clone, serde::Serialize)]
+struct ProbeReport {
+    /// `"description"[port]`, as a scenario names ports.
+    from: String,
+    to: String,
+    attr: String,
+    m_key: String,
+    answered: bool,
+    /// The answer's MAD status.
+    status: Option<u16>,
+    /// The answer's attribute, as `ibsm decode --json` names its fields.
+    fields: Option<serde_json::Value>,
+}
+
+impl ProbeReport {
+    fn list(sim: &sm_sim::Sim) -> Vec<ProbeReport> {
+        let name = |p: sm_core::fabric::PortIdx| {
+            let port = sim.port(p);
+            format!("{:?}[{}]", sim.node(port.node).desc.as_string(), port.num)
+        };
+        sim.probes()
+            .iter()
+            .map(|p| {
+                let decoded = p
+                    .answer
+                    .as_ref()
+                    .and_then(|a| sm_mad::decode::decode(a).ok());
+                ProbeReport {
+                    from: name(p.from),
+                    to: name(p.to),
+                    attr: sm_mad::attr::SmpAttrId::from_raw_value(p.attr)
+                        .name()
+                        .map_or_else(|| format!("{:#06x}", p.attr), str::to_string),
+                    m_key: format!("{:#018x}", p.m_key),
+                    answered: p.answer.is_some(),
+                    status: decoded.as_ref().map(|d| d.mad.status.0),
+                    fields: decoded
+                        .and_then(|d| d.records.into_iter().next())
+                        .and_then(|b| serde_json::to_value(b).ok()),
+                }
+            })
+            .collect()
+    }
 }
 
 impl Report {
@@ -245,6 +294,7 @@ impl Report {
             errors: r.errors.clone(),
             unresponsive: r.unresponsive.clone(),
             unhealthy_ports: r.unhealthy_ports.clone(),
+            probes: Vec::new(),
         }
     }
 }
@@ -1119,6 +1169,7 @@ fn replay(
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
                 let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
                 rep.unreachable_pairs = Some(unreachable_traced(driver));
+                rep.probes = ProbeReport::list(&driver.sim);
                 reports.push(rep);
             }
             _ => {}
@@ -1129,6 +1180,10 @@ fn replay(
     }
     save_lids(args, &driver.sm)?;
     write_dumps(dumps, &driver.sm)?;
+    // Probes sent after the last sweep are listed too.
+    if let Some(last) = reports.last_mut() {
+        last.probes = ProbeReport::list(&driver.sim);
+    }
     match args.report.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
         Some(_) => {

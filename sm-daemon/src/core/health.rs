@@ -20,6 +20,8 @@ pub struct HealthConfig {
     /// Flaps within `flap_window` that make a port unhealthy; 0 never does.
     pub link_flaps: u32,
     pub flap_window: Duration,
+    /// Switch an unhealthy link off on its switch end (PortPhysicalState Disabled).
+    pub disable_ports: bool,
 }
 
 impl Default for HealthConfig {
@@ -27,6 +29,7 @@ impl Default for HealthConfig {
         HealthConfig {
             link_flaps: 5,
             flap_window: Duration::from_secs(60),
+            disable_ports: false,
         }
     }
 }
@@ -46,6 +49,8 @@ pub(super) struct Health {
     cfg: HealthConfig,
     flaps: HashMap<(Guid, u8), VecDeque<Instant>>,
     unhealthy: BTreeMap<(Guid, u8), String>,
+    /// Ports the SM switched off, each with the other end of its link.
+    disabled: BTreeMap<(Guid, u8), (Guid, u8)>,
 }
 
 impl Health {
@@ -57,6 +62,7 @@ impl Health {
                 .iter()
                 .map(|u| ((u.node, u.port), u.reason.clone()))
                 .collect(),
+            disabled: BTreeMap::new(),
         }
     }
 
@@ -128,6 +134,40 @@ impl Health {
         self.unhealthy.remove(&(node, port)).is_some()
     }
 
+    pub(super) fn disables(&self) -> bool {
+        self.cfg.disable_ports
+    }
+
+    pub(super) fn is_disabled(&self, p: (Guid, u8)) -> bool {
+        self.disabled.contains_key(&p)
+    }
+
+    pub(super) fn forget_disabled(&mut self, p: (Guid, u8)) {
+        self.disabled.remove(&p);
+    }
+
+    /// The SM switched `p` off; `peer` is the other end of its link.
+    pub(super) fn note_disabled(&mut self, p: (Guid, u8), peer: (Guid, u8)) {
+        self.disabled.insert(p, peer);
+    }
+
+    /// Ports the SM switched off whose link is no longer unhealthy at either end: to be
+    /// switched on again (taken off the list).
+    pub(super) fn take_enabled(&mut self) -> Vec<(Guid, u8)> {
+        let back: Vec<(Guid, u8)> = self
+            .disabled
+            .iter()
+            .filter(|(p, peer)| {
+                !self.unhealthy.contains_key(p) && !self.unhealthy.contains_key(peer)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        for p in &back {
+            self.disabled.remove(p);
+        }
+        back
+    }
+
     pub(super) fn list(&self) -> Vec<UnhealthyPort> {
         self.unhealthy
             .iter()
@@ -154,6 +194,7 @@ mod tests {
             HealthConfig {
                 link_flaps: 3,
                 flap_window: Duration::from_secs(10),
+                ..HealthConfig::default()
             },
             &[],
         );
@@ -186,6 +227,7 @@ mod tests {
             HealthConfig {
                 link_flaps: 0,
                 flap_window: Duration::from_secs(10),
+                ..HealthConfig::default()
             },
             &known,
         );

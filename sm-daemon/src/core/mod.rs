@@ -46,7 +46,7 @@ use sm_core::fabric::{Fabric, NodeIdx, PortIdx};
 use sm_core::lid::LidStore;
 use sm_core::partitions::{Partitions, TableOptions};
 use sm_core::qos::QosOptions;
-use sm_mad::port_info::PortState;
+use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::sm_info::SmState;
 use sm_mad::smp::{self, Route};
 use sm_mad::{Guid, Lid, MadStatus, Method, MgmtClass, Tid, attr, mad, mft, notice, port_info};
@@ -273,6 +273,12 @@ pub(crate) enum Purpose {
     RepairSwitchInfo {
         node: NodeIdx,
     },
+    /// An unhealthy link's port switched off, or back on (`on`).
+    SetPhys {
+        guid: Guid,
+        num: u8,
+        on: bool,
+    },
     // Between sweeps.
     LightSwitchInfo {
         lid: Lid,
@@ -496,6 +502,16 @@ impl Sm {
     pub fn clear_unhealthy(&mut self, now: Instant, node: Guid, port: u8) -> bool {
         if !self.health.clear(node, port) {
             return false;
+        }
+        let off = self.model.as_ref().is_some_and(|m| {
+            m.fabric
+                .node_by_guid(node)
+                .and_then(|n| m.fabric.port_of(n, port))
+                .and_then(|p| m.port_info(p))
+                .is_some_and(|i| i.port_physical_state == PhysPortState::Disabled)
+        });
+        if off && !self.health.is_disabled((node, port)) {
+            self.health.note_disabled((node, port), (node, port));
         }
         tracing::info!(%node, port, "unhealthy mark cleared; sweeping");
         self.events.push_back(Event::HealthChanged);
@@ -1092,7 +1108,8 @@ impl Sm {
 
     /// Unhealthy ports' links are taken out of the model discovery found: not routed
     /// over, not brought to ACTIVE.
-    fn leave_out_unhealthy(&mut self) {
+    fn leave_out_unhealthy(&mut self, now: Instant) {
+        self.switch_on_cleared(now);
         if self.health.is_empty() {
             return;
         }
@@ -1115,18 +1132,89 @@ impl Sm {
         if out.is_empty() {
             return;
         }
+        let mut off = Vec::new();
         let m = Arc::make_mut(model);
         for q in out {
             if let Some(r) = m.fabric.port(q).remote {
                 tracing::debug!(port = ?q, "unhealthy link left out");
+                if self.health.disables() {
+                    off.push(switch_end(m, q, r));
+                }
                 m.former_peers.insert(q, r);
                 m.former_peers.insert(r, q);
                 m.fabric.disconnect(q);
             }
         }
+        for (at, other) in off {
+            self.set_phys(now, at, Some(other), false);
+        }
+        let Some(m) = self.model.as_mut().map(Arc::make_mut) else {
+            return;
+        };
         let reached = m.reconnect();
         for &n in &reached.gone {
             tracing::info!(node = %m.fabric.node(n).guid, "cut off by an unhealthy link");
+        }
+    }
+
+    /// Switches port `p` of the model off (its link's other end `peer`), or back on.
+    fn set_phys(&mut self, now: Instant, p: PortIdx, peer: Option<PortIdx>, on: bool) {
+        let Some(m) = &self.model else { return };
+        let id = |q: PortIdx| {
+            (
+                m.fabric.node(m.fabric.port(q).node).guid,
+                m.fabric.port(q).num,
+            )
+        };
+        let (guid, num) = id(p);
+        if !on && self.health.is_disabled((guid, num)) {
+            return;
+        }
+        let Some(cur) = m.port_info(p) else { return };
+        let mut set = program::state_only(cur);
+        set.port_physical_state = if on {
+            PhysPortState::Polling
+        } else {
+            PhysPortState::Disabled
+        };
+        let Some(data) = plan::emit_data(&set) else {
+            return;
+        };
+        if !on {
+            let peer = peer.map_or((guid, num), id);
+            self.health.note_disabled((guid, num), peer);
+            tracing::warn!(node = %guid, port = num, "unhealthy link switched off");
+        } else {
+            tracing::info!(node = %guid, port = num, "link switched on again");
+        }
+        let mut w = Work::get(
+            Purpose::SetPhys { guid, num, on },
+            attr::PORT_INFO,
+            u32::from(num),
+            Target::Port(p),
+        );
+        w.method = Method::Set;
+        w.data = Some(data);
+        self.send(now, w);
+    }
+
+    /// Ports the SM switched off whose link was cleared are switched on again.
+    fn switch_on_cleared(&mut self, now: Instant) {
+        let Some(m) = &self.model else { return };
+        let mut back = Vec::new();
+        for (guid, num) in self.health.take_enabled() {
+            let port = m
+                .fabric
+                .node_by_guid(guid)
+                .and_then(|n| m.fabric.port_of(n, num));
+            match port {
+                Some(p) => back.push(p),
+                // Not reached this sweep: tried again on a later one.
+                None => self.health.note_disabled((guid, num), (guid, num)),
+            }
+        }
+        for p in back {
+            self.set_phys(now, p, None, true);
         }
     }
 
@@ -1156,7 +1244,7 @@ impl Sm {
     }
 
     fn plan_and_program(&mut self, now: Instant) {
-        self.leave_out_unhealthy();
+        self.leave_out_unhealthy(now);
         let Some(m) = &self.model else { return };
         let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref());
         let new = match planned {
@@ -1464,6 +1552,14 @@ impl Sm {
             }
             // A port may claim IsSM without an SM answering: no candidate, no error.
             Purpose::SmInfo { .. } => return,
+            Purpose::SetPhys { guid, num, on } => {
+                tracing::warn!(%guid, port = num, on, "PortPhysicalState Set unanswered");
+                if !on {
+                    // The link is up still: the next sweep tries again.
+                    self.health.forget_disabled((guid, num));
+                }
+                return;
+            }
             Purpose::LightSwitchInfo { .. } => {
                 // A switch that stops answering is a change worth a heavy sweep.
                 if let Phase::Light(l) = &mut self.phase {
@@ -1505,6 +1601,11 @@ impl Sm {
                 self.on_mcast_answer(guid, &purpose, s);
             }
             Purpose::SetMcastTop { guid } => self.on_mcast_answer(guid, &purpose, s),
+            Purpose::SetPhys { guid, num, on } => {
+                if !ok {
+                    tracing::warn!(%guid, port = num, on, status = s.status.0, "PortPhysicalState Set refused");
+                }
+            }
             Purpose::NodeInfo { .. }
             | Purpose::NodeDesc { .. }
             | Purpose::SwitchInfo { .. }
@@ -1922,10 +2023,14 @@ impl Sm {
         let mut kept = Vec::with_capacity(changes.len());
         let mut muted = std::collections::BTreeSet::new();
         let mut newly = false;
+        let mut off = Vec::new();
         for c in changes {
             match c {
                 repair::LinkChange::Down(a, b) => {
-                    newly |= self.health.link_down(now, id(a), id(b));
+                    if self.health.link_down(now, id(a), id(b)) {
+                        newly = true;
+                        off.push(switch_end(m, a, b));
+                    }
                     kept.push(c);
                 }
                 repair::LinkChange::Up(a, b) => {
@@ -1934,6 +2039,7 @@ impl Sm {
                         tracing::debug!(node = %x.0, port = x.1, "unhealthy link up again; left out");
                         muted.insert(a);
                         muted.insert(b);
+                        off.push(switch_end(m, a, b));
                     } else {
                         kept.push(c);
                     }
@@ -1943,6 +2049,11 @@ impl Sm {
         ports.retain(|q| !muted.contains(q));
         if newly {
             self.events.push_back(Event::HealthChanged);
+        }
+        if self.health.disables() {
+            for (at, other) in off {
+                self.set_phys(now, at, Some(other), false);
+            }
         }
         (kept, ports)
     }
@@ -2137,6 +2248,16 @@ pub(crate) mod dest {
     /// A LID.
     pub(crate) fn lid(l: Lid) -> DestKey {
         1 << 63 | u64::from(l.0)
+    }
+}
+
+/// The end of the link `q`-`r` to switch off, and the other: the switch end, since a host
+/// cut off behind its own port could not be reached to switch it on again.
+fn switch_end(m: &Discovered, q: PortIdx, r: PortIdx) -> (PortIdx, PortIdx) {
+    if !m.is_switch(m.fabric.port(q).node) && m.is_switch(m.fabric.port(r).node) {
+        (r, q)
+    } else {
+        (q, r)
     }
 }
 

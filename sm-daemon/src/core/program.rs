@@ -750,7 +750,7 @@ fn settings_differ(cur: &port_info::Repr, want: &port_info::Repr) -> Option<&'st
 /// OperationalVLs and NeighborMTU repeat the port's current values rather than 0: ibsim
 /// stores OperationalVLs as given (0 would switch the port's VLs off), and 0 is not a valid
 /// NeighborMTU.
-fn state_only(cur: &port_info::Repr) -> port_info::Repr {
+pub(super) fn state_only(cur: &port_info::Repr) -> port_info::Repr {
     port_info::Repr {
         port_state: PortState::NoChange,
         port_physical_state: PhysPortState::NoChange,
