@@ -90,6 +90,9 @@ pub struct SmConfig {
     pub m_key_protect_bits: u8,
     /// PortInfo M_KeyLeasePeriod in seconds; 0 never expires. Default: 0.
     pub m_key_lease_period: u16,
+    /// Give every port its own M_Key, derived from `m_key` and the port's GUID (kept in
+    /// `state_dir/guid2mkey`). Default: false.
+    pub m_key_per_port: bool,
     /// Subnet prefix (hex string). Default: `0xfe80000000000000`.
     #[serde(with = "hex64")]
     pub subnet_prefix: u64,
@@ -145,6 +148,7 @@ impl Default for SmConfig {
             m_key: 0,
             m_key_protect_bits: 0,
             m_key_lease_period: 0,
+            m_key_per_port: false,
             subnet_prefix: 0xfe80_0000_0000_0000,
             sweep_interval_ms: 10_000,
             sm_poll_interval_ms: 10_000,

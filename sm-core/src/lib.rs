@@ -8,8 +8,10 @@ pub mod generate;
 pub mod idx;
 pub mod lid;
 pub mod mcast;
+pub mod mkey;
 pub mod partitions;
 pub mod qos;
+pub mod state_file;
 pub mod topo;
 
 pub use fabric::{Fabric, FabricError, Node, NodeIdx, NodeKind, NodeSpec, Port, PortIdx, Speed};

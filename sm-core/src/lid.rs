@@ -399,39 +399,10 @@ impl LidStore {
         }
     }
 
-    /// Saves so that a crash or a full disk never leaves a half-written store: a new
-    /// temporary file beside it, named for the process (created exclusively, so a link
-    /// planted there is not followed), written and synced, renamed over the store, the
-    /// directory synced.
+    /// Saves so that a crash or a full disk never leaves a half-written store (see
+    /// [`crate::state_file::replace`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        use std::io::Write;
-        // One temporary file per process: two savers never take each other's.
-        let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-        // A temporary file left by a crash is ours to replace; a symlink is removed, not
-        // followed.
-        match std::fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-        let written = (|| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp)?;
-            f.write_all(self.to_guid2lid().as_bytes())?;
-            f.sync_all()
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        std::fs::rename(&tmp, path)?;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        if let Ok(d) = std::fs::File::open(dir.unwrap_or(Path::new("."))) {
-            // Not every filesystem syncs a directory; the rename is done either way.
-            let _ = d.sync_all();
-        }
-        Ok(())
+        crate::state_file::replace(path, &self.to_guid2lid())
     }
 }
 

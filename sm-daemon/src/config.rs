@@ -125,6 +125,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         m_key: sm.m_key,
         m_key_protect_bits: sm.m_key_protect_bits,
         m_key_lease_period: sm.m_key_lease_period,
+        m_key_per_port: sm.m_key_per_port,
         force_link_speed: sm.force_link_speed,
         reassign_lids: sm.reassign_lids,
         health: crate::core::HealthConfig {
@@ -347,6 +348,7 @@ mod tests {
                 "m_key_protect_bits = 1".into(),
                 Params,
             ),
+            ("sm.m_key_per_port", "m_key_per_port = true".into(), Params),
             (
                 "sm.m_key_lease_period",
                 "m_key_lease_period = 60".into(),

@@ -1075,20 +1075,7 @@ pub fn write_unhealthy(path: &Path, ports: &[crate::core::UnhealthyPort]) -> io:
     for u in ports {
         text.push_str(&format!("{} {} {}\n", u.node, u.port, u.reason));
     }
-    // As the LID store is saved: a temporary file of this process, created exclusively (a
-    // planted link is removed, not followed), synced, renamed over the file.
-    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    match std::fs::remove_file(&tmp) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)?;
-    f.write_all(text.as_bytes())?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)
+    sm_core::state_file::replace(path, &text)
 }
 
 #[cfg(test)]

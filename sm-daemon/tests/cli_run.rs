@@ -331,3 +331,64 @@ fn sighup_without_a_config_file_is_logged_and_changes_nothing() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// The scenario's probes, as a host would try them: with M_Key protection level 2, a
+/// PortInfo Get without the key gets no answer (and the port tells the SM with Trap 256),
+/// with the key it gets one; the SM shows its SM_Key only to a requester with the key.
+#[test]
+fn probes_show_what_a_host_can_read_under_m_key_protection() {
+    let dir = std::env::temp_dir().join(format!("ibsm-cli-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scn = dir.join("probe.scn");
+    let (from, host, sm) = (
+        "\"host 71 leaf 11\"[1]",
+        "\"host 2 leaf 0\"[1]",
+        "\"host 0 leaf 0\"[1]",
+    );
+    std::fs::write(
+        &scn,
+        format!(
+            "at 2s probe {from} {host} PortInfo\n\
+             at 2s probe {from} {host} PortInfo m-key 0x5eed77\n\
+             at 2s probe {from} {sm} SMInfo\n\
+             at 2s probe {from} {sm} smInfo m-key 0x5eed77\n"
+        ),
+    )
+    .unwrap();
+    let conf = dir.join("c.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[sm]\nstate_dir = \"{}\"\nm_key = \"0x5eed77\"\nm_key_protect_bits = 2\nsm_key = \"0x77\"\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    let out = succeed(
+        ibsm()
+            .args(["run", "--sim", "--run-for", "3s", "--report", "json"])
+            .arg("--scenario")
+            .arg(&scn)
+            .arg("--config")
+            .arg(&conf),
+    );
+    let reports: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let last = reports.last().unwrap();
+    let probes = last["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 4, "{last:#}");
+    assert_eq!(probes[0]["to"], "\"host 2 leaf 0\"[1]");
+    assert_eq!(probes[0]["attr"], "PortInfo");
+    assert_eq!(probes[0]["answered"], false, "{:#}", probes[0]);
+    assert_eq!(probes[1]["answered"], true, "{:#}", probes[1]);
+    assert!(
+        probes[1]["fields"]["lid"].as_u64().unwrap() > 0,
+        "{:#}",
+        probes[1]
+    );
+    assert_eq!(probes[2]["answered"], true);
+    assert_eq!(probes[2]["fields"]["attribute"], "SmInfo");
+    assert_eq!(probes[2]["fields"]["sm_key"], 0, "{:#}", probes[2]);
+    assert_eq!(probes[3]["fields"]["sm_key"], 0x77, "{:#}", probes[3]);
+    assert!(last["bad_m_key_traps"].as_u64().unwrap() >= 1, "{last:#}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,7 +14,7 @@
 //! level at 2, treat it.) A failed check drops the SMP without an answer, counts in
 //! PortInfo.M_KeyViolations, starts the lease timer when it is not running and the lease
 //! period is not 0 (C14-17), and sends Trap 256 (bad M_Key) to the port's master SM when
-//! the port has a LID and an SM LID. A Get, Set or TrapRepress with the right key stops
+//! the port has a LID and an SM LID (at most one per trap interval). A Get, Set or TrapRepress with the right key stops
 //! the timer (C14-19); when the timer runs out, the protection bits fall back to 0 (C14-18).
 
 use sm_core::fabric::{NodeIdx, PortIdx};
@@ -65,9 +65,31 @@ impl Sim {
         if lease != 0 && self.ports[key_port.idx()].lease.expires.is_none() {
             self.start_lease(key_port, lease as u64 * SECOND);
         }
-        self.trap_256(n, key_port, mad, slid);
+        let lease = &mut self.ports[key_port.idx()].lease;
+        let quiet = lease
+            .last_trap
+            .is_some_and(|t| self.now < t + self.cfg.trap_interval_ns);
+        if !quiet {
+            lease.last_trap = Some(self.now);
+            self.trap_256(n, key_port, mad, slid);
+        }
         self.drop_mad(Drop::BadMKey);
         None
+    }
+
+    /// Gives the agent at port `p` (a switch's: its port 0) an M_Key, protection bits and
+    /// lease period, as another SM (or the port's NVRAM) left them.
+    pub fn set_m_key(&mut self, p: PortIdx, key: u64, protect_bits: u8, lease: u16) {
+        let n = self.node_of(p);
+        let at = if self.is_switch(n) {
+            self.port_idx(n, 0).unwrap_or(p)
+        } else {
+            p
+        };
+        let info = &mut self.ports[at.idx()].info;
+        info.m_key = key;
+        info.m_key_protect_bits = protect_bits.min(3);
+        info.m_key_lease_period = lease;
     }
 
     fn start_lease(&mut self, p: PortIdx, period: u64) {

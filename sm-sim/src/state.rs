@@ -68,6 +68,10 @@ pub struct Lease {
     pub expires: Option<u64>,
     /// Bumped whenever the timer starts or stops, so a stale expiry event is ignored.
     pub(crate) generation: u32,
+    /// When the port last sent a Trap 256: it sends at most one per trap interval, as
+    /// agents throttle their traps (a refused TrapRepress of a Trap 256 would otherwise
+    /// start another at once).
+    pub(crate) last_trap: Option<u64>,
 }
 
 /// A simulated port.

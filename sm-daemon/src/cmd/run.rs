@@ -189,6 +189,8 @@ struct Report {
     /// Ports left out of the subnet because their link kept going down (node GUID, port,
     /// why).
     unhealthy_ports: Vec<sm_daemon::core::UnhealthyPort>,
+    /// Trap 256s (a port refused an SMP for its M_Key) since the SM started.
+    bad_m_key_traps: u64,
     /// The scenario's probes sent so far (`--sim --run-for`), with what came back.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     probes: Vec<ProbeReport>,
@@ -294,6 +296,7 @@ impl Report {
             errors: r.errors.clone(),
             unresponsive: r.unresponsive.clone(),
             unhealthy_ports: r.unhealthy_ports.clone(),
+            bad_m_key_traps: 0,
             probes: Vec::new(),
         }
     }
@@ -364,6 +367,55 @@ fn save_unhealthy(args: &Args, sm: &Sm) {
         .and_then(|()| sm_daemon::ops::write_unhealthy(&path, &sm.unhealthy_ports()));
     if let Err(e) = written {
         tracing::error!(file = %path.display(), "unhealthy ports not saved: {e}");
+    }
+}
+
+/// The M_Keys ports hold (`guid2mkey`) and who is behind which port (`neighbors`) from the
+/// state directory: a bad line is a warning and skipped, a file that cannot be read is
+/// logged and taken as empty.
+fn load_keys(d: &Path) -> (sm_core::mkey::KeyStore, sm_core::mkey::Neighbors) {
+    use sm_core::mkey::{KeyStore, Neighbors};
+    let read = |name: &str| {
+        let path = d.join(name);
+        match std::fs::read(&path) {
+            Ok(b) => Some((String::from_utf8_lossy(&b).into_owned(), path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                tracing::error!(file = %path.display(), "not read: {e}");
+                None
+            }
+        }
+    };
+    let keys = read(MKEY_FILE).map_or_else(KeyStore::default, |(text, path)| {
+        let (k, bad) = KeyStore::from_guid2mkey(&text, &path);
+        for e in bad {
+            tracing::warn!("{e}; line skipped");
+        }
+        k
+    });
+    let neighbors = read(NEIGHBORS_FILE).map_or_else(Neighbors::default, |(text, path)| {
+        let (n, bad) = Neighbors::from_text(&text, &path);
+        for e in bad {
+            tracing::warn!("{e}; line skipped");
+        }
+        n
+    });
+    (keys, neighbors)
+}
+
+const MKEY_FILE: &str = "guid2mkey";
+const NEIGHBORS_FILE: &str = "neighbors";
+
+/// Persists the M_Key stores; a failure is logged, not fatal (they are written again at
+/// the next change, and the SM learns keys again from the ports).
+fn save_keys(args: &Args, sm: &Sm) {
+    let Some(d) = &args.state_dir else { return };
+    let (keys, neighbors) = sm.key_stores();
+    let written = std::fs::create_dir_all(d)
+        .and_then(|()| sm_core::state_file::replace(&d.join(MKEY_FILE), &keys.to_guid2mkey()))
+        .and_then(|()| sm_core::state_file::replace(&d.join(NEIGHBORS_FILE), &neighbors.to_text()));
+    if let Err(e) = written {
+        tracing::error!(dir = %d.display(), "M_Key stores not saved: {e}");
     }
 }
 
@@ -446,6 +498,7 @@ fn serve(
                 match e {
                     Event::LidsChanged => keep_lids(args, &driver.sm),
                     Event::HealthChanged => save_unhealthy(args, &driver.sm),
+                    Event::KeysChanged => save_keys(args, &driver.sm),
                     Event::SweepDone(_) => {
                         retry_lids(args, &driver.sm);
                         write_dumps_serving(dumps, &driver.sm, false);
@@ -929,6 +982,7 @@ fn setup(
         for u in &p.unhealthy {
             tracing::info!(node = %u.node, port = u.port, reason = %u.reason, "unhealthy port kept out");
         }
+        (p.m_keys, p.neighbors) = load_keys(d);
     }
     let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
     let listen = args.metrics.or(s.metrics.listen);
@@ -977,6 +1031,7 @@ fn finish(
     };
     write_dumps(dumps, sm)?;
     let mut report = Report::new(&r, sm.own_lid().0, wall_ms);
+    report.bad_m_key_traps = sm.bad_m_key_traps();
     report.master_guid = sm.master().map(|m| m.guid.to_string());
     report.unreachable_pairs = marks.unreachable;
     report.credit_loops = credit_loops_in_tables(sm);
@@ -1105,6 +1160,7 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
         match e {
             Event::LidsChanged => keep_lids(&args, &driver.sm),
             Event::HealthChanged => save_unhealthy(&args, &driver.sm),
+            Event::KeysChanged => save_keys(&args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(&mut dumps, &driver.sm)?;
                 let up = r.subnet_up;
@@ -1164,10 +1220,12 @@ fn replay(
         match e {
             Event::LidsChanged => keep_lids(args, &driver.sm),
             Event::HealthChanged => save_unhealthy(args, &driver.sm),
+            Event::KeysChanged => save_keys(args, &driver.sm),
             Event::SweepDone(r) => {
                 write_dumps(dumps, &driver.sm)?;
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
                 let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
+                rep.bad_m_key_traps = driver.sm.bad_m_key_traps();
                 rep.unreachable_pairs = Some(unreachable_traced(driver));
                 rep.probes = ProbeReport::list(&driver.sim);
                 reports.push(rep);
@@ -1183,6 +1241,7 @@ fn replay(
     // Probes sent after the last sweep are listed too.
     if let Some(last) = reports.last_mut() {
         last.probes = ProbeReport::list(&driver.sim);
+        last.bad_m_key_traps = driver.sm.bad_m_key_traps();
     }
     match args.report.as_deref() {
         Some("json") => println!("{}", serde_json::to_string_pretty(&reports)?),
@@ -1369,6 +1428,7 @@ fn drive_umad(
             match e {
                 Event::LidsChanged => keep_lids(args, &sm),
                 Event::HealthChanged => save_unhealthy(args, &sm),
+                Event::KeysChanged => save_keys(args, &sm),
                 Event::SweepDone(r) => {
                     retry_lids(args, &sm);
                     if serving {

@@ -19,6 +19,7 @@ use sm_mad::{
 };
 
 use super::election::{RemoteSm, key_matches};
+use super::mkeys::KeyHolder;
 use super::model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 use super::requests::DestKey;
 use super::{Purpose, Target, Work, dest};
@@ -56,7 +57,14 @@ pub(super) struct Discovery {
     missing: Vec<Missing>,
 }
 
-fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: DrPath, dest: DestKey) -> Work {
+fn get(
+    purpose: Purpose,
+    attr_id: u16,
+    modifier: u32,
+    path: DrPath,
+    dest: DestKey,
+    key: KeyHolder,
+) -> Work {
     Work {
         purpose,
         method: Method::Get,
@@ -66,6 +74,7 @@ fn get(purpose: Purpose, attr_id: u16, modifier: u32, path: DrPath, dest: DestKe
         data: None,
         retries: None,
         dest: Some(dest),
+        key,
     }
 }
 
@@ -87,6 +96,7 @@ impl Discovery {
             0,
             DrPath::new(),
             dest::UNKNOWN,
+            KeyHolder::Own,
         ));
         d
     }
@@ -165,6 +175,16 @@ impl Discovery {
         self.own.map(|p| self.fabric.port(p).guid)
     }
 
+    /// The key holder of end port `p` (a CA port, a switch's port 0); `None` for a
+    /// switch's other ports.
+    pub(super) fn end_holder(&self, p: PortIdx) -> Option<Guid> {
+        let port = self.fabric.port(p);
+        let switch = self.fabric.node(port.node).kind == NodeKind::Switch;
+        (!switch || port.num == 0)
+            .then_some(port.guid)
+            .filter(|g| *g != UNKNOWN_GUID)
+    }
+
     fn route_to(&self, p: PortIdx) -> Option<DrPath> {
         let n = self.fabric.port(p).node;
         if self.fabric.node(n).kind == NodeKind::Switch {
@@ -235,6 +255,7 @@ impl Discovery {
                 u32::from(lp),
                 path,
                 dest::node(info.node_guid),
+                KeyHolder::Guid(info.port_guid),
             ));
         }
         if path.is_empty() {
@@ -282,12 +303,20 @@ impl Discovery {
         self.ports
             .resize(self.fabric.ports().len(), PortFacts::default());
         let to = dest::node(info.node_guid);
+        // A switch's agent checks the switch's key (the model names switch ports by the
+        // node GUID), a CA's the key of the port discovery arrived through.
+        let key = KeyHolder::Guid(if kind == NodeKind::Switch {
+            info.node_guid
+        } else {
+            info.port_guid
+        });
         self.queue.push_back(get(
             Purpose::NodeDesc { node },
             attr::NODE_DESCRIPTION,
             0,
             path,
             to,
+            key,
         ));
         if kind == NodeKind::Switch {
             self.queue.push_back(get(
@@ -296,6 +325,7 @@ impl Discovery {
                 0,
                 path,
                 to,
+                key,
             ));
             for port in self.fabric.node_ports(node).collect::<Vec<_>>() {
                 let num = self.fabric.port(port).num;
@@ -305,6 +335,7 @@ impl Discovery {
                     u32::from(num),
                     path,
                     to,
+                    key,
                 ));
             }
         }
@@ -325,8 +356,15 @@ impl Discovery {
             // A port that claims an SM: the election needs its SMInfo.
             self.sm_asks += 1;
             let to = dest::node(self.fabric.node(node).guid);
-            self.queue
-                .push_back(get(Purpose::SmInfo { port }, attr::SM_INFO, 0, path, to));
+            let key = KeyHolder::Guid(self.fabric.port(port).guid);
+            self.queue.push_back(get(
+                Purpose::SmInfo { port },
+                attr::SM_INFO,
+                0,
+                path,
+                to,
+                key,
+            ));
         }
         let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
         let mut next = path;
@@ -341,6 +379,7 @@ impl Discovery {
                 0,
                 next,
                 dest::behind(node_guid, num),
+                KeyHolder::Behind(node_guid, num),
             );
             if w.dest.is_some_and(|d| self.skip.contains(&d)) {
                 // Unresponsive in earlier sweeps: left alone until its back-off is over.

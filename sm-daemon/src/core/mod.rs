@@ -26,6 +26,7 @@ mod discover;
 mod election;
 pub mod health;
 mod mcast;
+mod mkeys;
 mod model;
 mod plan;
 mod program;
@@ -128,6 +129,13 @@ pub struct Params {
     pub m_key_protect_bits: u8,
     /// PortInfo.M_KeyLeasePeriod in seconds; 0 never expires.
     pub m_key_lease_period: u16,
+    /// Give every port its own M_Key, derived from `m_key` and the port's GUID.
+    pub m_key_per_port: bool,
+    /// The M_Keys ports were last known to hold (the daemon's `guid2mkey`).
+    pub m_keys: sm_core::mkey::KeyStore,
+    /// Who is behind each port (the daemon's `neighbors`), for the key to present before
+    /// discovery has read that node.
+    pub neighbors: sm_core::mkey::Neighbors,
     /// PortInfo.LinkSpeedEnabled: 0 leaves it, 1..=7 a speed mask, 15 LinkSpeedSupported.
     pub force_link_speed: u8,
     /// Give every port a fresh LID on the first sweep instead of the one it holds
@@ -169,6 +177,9 @@ impl Default for Params {
             poll_retries: 4,
             m_key_protect_bits: 0,
             m_key_lease_period: 0,
+            m_key_per_port: false,
+            m_keys: Default::default(),
+            neighbors: Default::default(),
             force_link_speed: 15,
             reassign_lids: false,
             health: HealthConfig::default(),
@@ -195,6 +206,9 @@ pub enum Event {
     LidsChanged,
     /// The unhealthy ports changed ([`Sm::unhealthy_ports`]) and should be persisted.
     HealthChanged,
+    /// The M_Keys ports hold or who is behind which port changed ([`Sm::key_stores`]) and
+    /// should be persisted.
+    KeysChanged,
 }
 
 /// Why an SMP is in flight.
@@ -325,6 +339,8 @@ pub(crate) struct Work {
     /// Whom it is for, when the target does not say (discovery's routes to nodes not in
     /// the model yet); see [`dest`].
     dest: Option<DestKey>,
+    /// Whose M_Key it must carry.
+    key: mkeys::KeyHolder,
 }
 
 impl Work {
@@ -338,6 +354,7 @@ impl Work {
             data: None,
             retries: None,
             dest: None,
+            key: mkeys::KeyHolder::FromTarget,
         }
     }
 
@@ -387,9 +404,11 @@ struct Sweep {
 }
 
 /// How long a destination that stopped answering is left alone: it is not asked for
-/// `2^level` heavy sweeps (at most [`MAX_BACKOFF_LEVEL`]), then tried again.
+/// `2^level` sweeps, heavy or light (at most [`MAX_BACKOFF_LEVEL`]), then tried again; a
+/// light sweep that finds one due starts a heavy sweep for it.
 #[derive(Debug, Clone, Copy)]
 struct Backoff {
+    /// In [`Sm::ticks`].
     until_sweep: u64,
     level: u32,
 }
@@ -441,6 +460,9 @@ pub struct Sm {
     election: Election,
     health: health::Health,
     trap_gate: traps::TrapGate,
+    mkeys: mkeys::MKeys,
+    /// Sweeps so far, heavy and light: the clock of [`Backoff`].
+    ticks: u64,
 }
 
 impl Sm {
@@ -452,6 +474,8 @@ impl Sm {
             election: Election::new(p.sm_priority, p.sm_key, p.poll_interval, p.poll_retries),
             health: health::Health::new(p.health, &p.unhealthy),
             trap_gate: traps::TrapGate::default(),
+            mkeys: mkeys::MKeys::new(&p),
+            ticks: 0,
             p,
             timers: TimerTable::default(),
             queue: VecDeque::new(),
@@ -478,6 +502,11 @@ impl Sm {
     /// Traps muted (their issuer babbled) and traps refused as forged, since the start.
     pub fn traps_ignored(&self) -> (u64, u64) {
         (self.trap_gate.muted, self.trap_gate.forged)
+    }
+
+    /// Trap 256s (a port refused an SMP for its M_Key) since the start.
+    pub fn bad_m_key_traps(&self) -> u64 {
+        self.mkeys.refusals()
     }
 
     /// Ports taken out of the subnet because their link kept going down.
@@ -568,6 +597,10 @@ impl Sm {
             ("sm.sm_priority", self.p.sm_priority != new.sm_priority),
             ("sm.sm_key", self.p.sm_key != new.sm_key),
             ("sm.m_key", self.p.m_key != new.m_key),
+            (
+                "sm.m_key_per_port",
+                self.p.m_key_per_port != new.m_key_per_port,
+            ),
             (
                 "sm.subnet_prefix",
                 self.p.subnet_prefix != new.subnet_prefix,
@@ -869,6 +902,86 @@ impl Sm {
         }
     }
 
+    /// The M_Key an SMP must carry: the key its destination's agent holds, as far as known.
+    fn m_key_for(&self, w: &Work) -> u64 {
+        self.mkeys.present(self.key_holder(w))
+    }
+
+    /// A PortInfo Set of an end port that gives it another M_Key: later SMPs present it.
+    fn note_key_change(&mut self, w: &Work) {
+        let (Method::Set, attr::PORT_INFO, Some(data), Target::Port(p)) =
+            (w.method, w.attr, &w.data, &w.to)
+        else {
+            return;
+        };
+        let Some(m) = self.model.as_deref() else {
+            return;
+        };
+        if !m.is_end_port(*p) {
+            return;
+        }
+        let holder = m.fabric.port(*p).guid;
+        if let Ok(pi) = <sm_mad::port_info::Repr as sm_mad::Wire>::parse(data) {
+            self.mkeys.sending(holder, pi.m_key);
+        }
+    }
+
+    /// Whose M_Key an SMP must carry.
+    fn key_holder(&self, w: &Work) -> Option<Guid> {
+        use mkeys::KeyHolder;
+        match w.key {
+            KeyHolder::FromTarget => self.model.as_deref().and_then(|m| {
+                let f = &m.fabric;
+                match (&w.purpose, &w.to) {
+                    (Purpose::RepairNodeInfo { port }, _) => {
+                        let p = f.port(*port);
+                        self.mkeys
+                            .holder(KeyHolder::Behind(f.node(p.node).guid, p.num))
+                    }
+                    (Purpose::RepairSwitchInfo { node }, _) => Some(f.node(*node).guid),
+                    (Purpose::RepairPortInfo { port: p }, _) | (_, Target::Port(p)) => {
+                        Some(f.port(*p).guid)
+                    }
+                    (_, Target::Node(n)) if m.is_switch(*n) => Some(f.node(*n).guid),
+                    (_, Target::Node(n)) => Some(m.nodes[*n].info.port_guid),
+                    (_, Target::Lid(l)) => self.holder_of_lid(*l),
+                    (_, Target::Path(_)) => None,
+                }
+            }),
+            k => self.mkeys.holder(k),
+        }
+    }
+
+    /// The key holder whose PortInfo a Get or Set is about, when it is an end port's (the
+    /// only PortInfo whose M_Key counts).
+    fn end_port_holder(&self, purpose: &Purpose) -> Option<Guid> {
+        match *purpose {
+            Purpose::PortInfo { port } => match &self.phase {
+                Phase::Discover(d) => d.end_holder(port),
+                _ => None,
+            },
+            Purpose::SetPortInfo { port, .. }
+            | Purpose::VerifySettings { port, .. }
+            | Purpose::SetPortState { port, .. }
+            | Purpose::VerifyPortState { port, .. }
+            | Purpose::RepairPortInfo { port } => {
+                let m = self.model.as_deref()?;
+                m.is_end_port(port).then(|| m.fabric.port(port).guid)
+            }
+            _ => None,
+        }
+    }
+
+    /// The key holder at LID `l`, as the last plan assigned it.
+    fn holder_of_lid(&self, l: Lid) -> Option<Guid> {
+        self.mkeys.at_lid(l)
+    }
+
+    /// The M_Key and neighbors stores, to persist on [`Event::KeysChanged`].
+    pub fn key_stores(&self) -> (&sm_core::mkey::KeyStore, &sm_core::mkey::Neighbors) {
+        self.mkeys.stores()
+    }
+
     /// Encodes and sends one SMP.
     fn send(&mut self, now: Instant, w: Work) {
         let route = match &w.to {
@@ -907,7 +1020,8 @@ impl Sm {
             _ => dest::UNKNOWN,
         });
         let mut req = smp::Repr::request(w.method, Tid(0), w.attr, w.modifier, route);
-        req.m_key = self.p.m_key;
+        req.m_key = self.m_key_for(&w);
+        self.note_key_change(&w);
         if let Some(d) = w.data {
             req.data.0 = d;
         }
@@ -974,10 +1088,12 @@ impl Sm {
         tracing::debug!(sweep = n, "heavy sweep");
         // Every destination gets a fresh budget, except those still backing off.
         self.reqs.forgive();
+        self.ticks += 1;
+        let t = self.ticks;
         let skip = self
             .backoff
             .iter()
-            .filter(|(_, b)| b.until_sweep > n)
+            .filter(|(_, b)| b.until_sweep > t)
             .map(|(&d, _)| d)
             .collect();
         self.phase = Phase::Discover(Box::new(discover::Discovery::start(skip, self.p.sm_key)));
@@ -1036,6 +1152,14 @@ impl Sm {
                         self.begin_repair(now);
                         continue;
                     } else {
+                        self.ticks += 1;
+                        let t = self.ticks;
+                        if self.backoff.values().any(|b| b.until_sweep <= t + 1) {
+                            // Nodes that did not answer are due for another try.
+                            self.trigger = Some("light sweep: unresponsive nodes due".into());
+                            self.begin_heavy(now);
+                            continue;
+                        }
                         // Blocks lost since the last change go out again.
                         self.sync_mcast(now, false);
                         self.schedule_light(now);
@@ -1085,6 +1209,7 @@ impl Sm {
         self.reregistered
             .retain(|g| m.fabric.port_by_guid(*g).is_some());
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
+        self.mkeys.note_neighbors(&m);
         self.model = Some(Arc::new(m));
         match decision {
             Decision::Standby(master) => {
@@ -1093,6 +1218,9 @@ impl Sm {
                 self.act(now, actions);
                 self.sweep.report.sm_state = "standby".into();
                 self.sweep.report.sweep_ns = (now - self.sweep.started_at).as_nanos() as u64;
+                if self.mkeys.take_changed() {
+                    self.events.push_back(Event::KeysChanged);
+                }
                 self.events
                     .push_back(Event::SweepDone(Box::new(self.sweep.report.clone())));
                 self.phase = Phase::Idle;
@@ -1221,7 +1349,7 @@ impl Sm {
     /// Nodes never reached are left alone for more sweeps each time they stay silent;
     /// those that answered are forgiven.
     fn back_off(&mut self, missing: &[Missing]) {
-        let n = self.sweep.n;
+        let n = self.ticks;
         let mut still = std::collections::HashMap::new();
         for m in missing.iter().filter(|m| m.behind) {
             let Some(port) = m.port else { continue };
@@ -1257,6 +1385,7 @@ impl Sm {
         if new.lids_changed {
             self.events.push_back(Event::LidsChanged);
         }
+        self.mkeys.note_lids(&new.fabric);
         let r = &mut self.sweep.report;
         r.engine_used = new.engine_used.clone();
         r.fallbacks = new.fallbacks.clone();
@@ -1469,6 +1598,9 @@ impl Sm {
         }
         let failed = !r.subnet_up;
         let repair = !r.heavy;
+        if self.mkeys.take_changed() {
+            self.events.push_back(Event::KeysChanged);
+        }
         self.events.push_back(Event::SweepDone(Box::new(r.clone())));
         self.phase = Phase::Idle;
         if repair {
@@ -1495,6 +1627,9 @@ impl Sm {
     // Answers.
 
     fn on_lost(&mut self, now: Instant, w: Work) {
+        if let Some(h) = self.key_holder(&w) {
+            self.mkeys.lost(h);
+        }
         if let Phase::Repair(r) = &mut self.phase {
             if matches!(
                 w.purpose,
@@ -1583,6 +1718,14 @@ impl Sm {
 
     fn on_answer(&mut self, now: Instant, purpose: Purpose, s: &smp::Repr) {
         let ok = s.status == MadStatus::OK;
+        if ok && s.attr_id == attr::PORT_INFO {
+            if let (Some(h), Ok(pi)) = (
+                self.end_port_holder(&purpose),
+                s.attribute::<sm_mad::port_info::Repr>(),
+            ) {
+                self.mkeys.learn(h, &pi);
+            }
+        }
         match purpose {
             Purpose::Election { why, to } => self.on_election_answer(now, why, to, s),
             Purpose::LightSwitchInfo { lid } => {
@@ -1736,7 +1879,8 @@ impl Sm {
     // Traps and the election.
 
     fn on_trap(&mut self, now: Instant, slid: Lid, s: &smp::Repr) {
-        let Some(trap) = traps::Trap::read(s, slid, self.p.m_key) else {
+        let key = self.mkeys.present(self.holder_of_lid(slid));
+        let Some(trap) = traps::Trap::read(s, slid, key) else {
             return;
         };
         // Repress first, so the issuer stops repeating.
@@ -1797,6 +1941,9 @@ impl Sm {
                 ),
             }
         }
+        if trap.number == notice::trap::BAD_M_KEY {
+            self.on_bad_m_key(issuer, trap.notice.as_ref());
+        }
         if let Some(n) = trap.notice {
             self.sa.report_trap(now, slid, s.tid, n);
         }
@@ -1821,6 +1968,42 @@ impl Sm {
             self.trigger
                 .get_or_insert_with(|| format!("trap {}", trap.number));
             self.request_sweep(now, true);
+        }
+    }
+
+    /// Trap 256: a port refused an SMP for its M_Key. Logged once per port; ours (it holds
+    /// a key we do not know) means the node stays unresponsive until its lease runs out,
+    /// someone else's is a host probing without the key.
+    fn on_bad_m_key(&mut self, issuer: Lid, n: Option<&notice::Repr>) {
+        if !self.mkeys.refused(issuer) {
+            return;
+        }
+        let details = n.and_then(|n| match n.kind {
+            notice::Kind::Generic {
+                trap: notice::Trap::BadMKey(d),
+                ..
+            } => Some(d),
+            _ => None,
+        });
+        let ours = self.mkeys.present(self.holder_of_lid(issuer));
+        match details {
+            Some(d) if d.m_key == ours => tracing::warn!(
+                lid = issuer.0,
+                attr = d.attribute_id,
+                "port at LID {} refused our M_Key: it holds a key this SM does not know; \
+                 it is left out until its M_Key lease runs out",
+                issuer.0
+            ),
+            Some(d) => tracing::warn!(
+                lid = issuer.0,
+                from = d.lid_addr.0,
+                attr = d.attribute_id,
+                "port at LID {} refused an SMP from LID {} with a wrong M_Key ({:#x})",
+                issuer.0,
+                d.lid_addr.0,
+                d.m_key
+            ),
+            None => tracing::warn!(lid = issuer.0, "bad M_Key trap from LID {}", issuer.0),
         }
     }
 
@@ -2061,8 +2244,16 @@ impl Sm {
     /// Get or Set(SMInfo) from another SM: acted on, and answered with our SMInfo.
     fn on_sm_info_request(&mut self, now: Instant, slid: Lid, s: &smp::Repr) {
         let theirs = s.attribute::<sm_mad::sm_info::Repr>().ok();
-        // The SM_Key is disclosed to a requester that passes M_Key checking (as OpenSM).
-        let m_key_ok = self.p.m_key == 0 || s.m_key == self.p.m_key;
+        // The SM_Key is disclosed to a requester that proves it may see it: it presents
+        // our M_Key (the configured one, or our port's own), or its SMInfo carries our
+        // SM_Key. Without an M_Key nothing can be proven and every requester passes M_Key
+        // checking (IBA 14.4.1, as OpenSM): SMs must see each other's key to elect.
+        let own_key = self
+            .mkeys
+            .present(self.model.as_ref().map(|m| m.own_guid()));
+        let m_key_ok = self.p.m_key == 0
+            || (s.m_key != 0 && (s.m_key == self.p.m_key || s.m_key == own_key))
+            || theirs.is_some_and(|t| self.p.sm_key != 0 && t.sm_key == self.p.sm_key);
         let me = self.own_guid();
         let req = election::Request {
             method: s.method,
@@ -2195,6 +2386,7 @@ impl Sm {
             data,
             retries: (why == Ask::Poll).then_some(0),
             dest: Some(dest::node(to.guid)),
+            key: mkeys::KeyHolder::Guid(to.guid),
         });
         self.pump(now);
     }
@@ -2215,7 +2407,7 @@ impl Sm {
         );
         let tid = self.reqs.tid();
         let mut req = smp::Repr::request(Method::Trap, tid, attr::NOTICE, 0, Route::Lid);
-        req.m_key = self.p.m_key;
+        req.m_key = self.mkeys.present(self.holder_of_lid(lid));
         if req.set_attribute(&n).is_err() {
             return;
         }

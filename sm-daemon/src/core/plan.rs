@@ -401,7 +401,7 @@ fn port_setting(
         want.lmc = port.lmc;
         want.master_sm_lid = own_lid;
         want.gid_prefix = p.subnet_prefix;
-        want.m_key = p.m_key;
+        want.m_key = super::mkeys::wanted(p.m_key, p.m_key_per_port, port.guid);
         want.m_key_protect_bits = p.m_key_protect_bits;
         want.m_key_lease_period = p.m_key_lease_period;
         want.subnet_timeout = p.subnet_timeout;
