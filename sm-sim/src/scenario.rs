@@ -49,6 +49,7 @@
 //! | `clear-faults [TARGET]` | loss, duplicate, reorder and delay back to none |
 //! | `start-sm PORT [priority N] [sm-key K]` | an SM starts on an end port (a CA port or a switch's port 0), SMInfo priority N (default 0), SM_Key K (default: the running SM's) |
 //! | `stop-sm PORT` | the SM on that port dies (answers nothing from then on) |
+//! | `probe FROM TO ATTR [m-key K]` | end port FROM sends SubnGet(ATTR) LID-routed to the LID of port TO with M_Key K (default 0), as `smpquery` would; ATTR by name (`PortInfo`, `SMInfo`...) or number; the answer is kept ([`crate::Sim::probes`]) |
 //!
 //! TARGET is `link PORT` (each crossing of that link, either way), `node NODE` (every SMP
 //! the node's agent receives or sends), or nothing: the whole fabric, applied once per MAD
@@ -889,6 +890,45 @@ mod tests {
         assert_eq!(
             one("at 0 start-sm \"h\"[1] sm-key nope"),
             Err(Kind::BadSmKey("nope".into()))
+        );
+    }
+
+    #[test]
+    fn probe_names_two_ports_an_attribute_and_maybe_a_key() {
+        let port = |n: &str| PortRef {
+            node: desc(n),
+            port: 1,
+        };
+        assert_eq!(
+            one("at 0 probe \"a\"[1] \"b\"[1] portinfo m-key 0x5"),
+            Ok(Action::Probe {
+                from: port("a"),
+                to: port("b"),
+                attr: 0x15,
+                m_key: 5,
+            })
+        );
+        assert_eq!(
+            one("at 0 probe \"a\"[1] \"b\"[1] SMInfo"),
+            Ok(Action::Probe {
+                from: port("a"),
+                to: port("b"),
+                attr: 0x20,
+                m_key: 0,
+            })
+        );
+        assert_eq!(
+            one("at 0 probe \"a\"[1] \"b\"[1] 0x0011")
+                .map(|a| matches!(a, Action::Probe { attr: 0x11, .. })),
+            Ok(true)
+        );
+        assert_eq!(
+            one("at 0 probe \"a\"[1] \"b\"[1] Colour"),
+            Err(Kind::BadAttribute("Colour".into()))
+        );
+        assert_eq!(
+            one("at 0 probe \"a\"[1] \"b\"[1] PortInfo m-key zz"),
+            Err(Kind::BadMKey("zz".into()))
         );
     }
 
