@@ -133,6 +133,11 @@ pub struct SmConfig {
     /// copies LinkSpeedSupported. Default: 15.
     #[serde(deserialize_with = "link_speed")]
     pub force_link_speed: u8,
+    /// PortInfo LinkSpeedExtEnabled to set on ports with extended speeds: 0 leaves it,
+    /// 1..=15 a mask of FDR/EDR/HDR/NDR, 30 disables them, 31 copies
+    /// LinkSpeedExtSupported. Default: 0 (OpenSM's default is 31).
+    #[serde(deserialize_with = "link_speed_ext")]
+    pub force_link_speed_ext: u8,
     /// Give every port a fresh LID instead of the remembered one. Default: false.
     pub reassign_lids: bool,
 }
@@ -162,6 +167,7 @@ impl Default for SmConfig {
             leaf_head_of_queue_lifetime: 16,
             max_op_vls: DEFAULT_MAX_OP_VLS,
             force_link_speed: 15,
+            force_link_speed_ext: 0,
             reassign_lids: false,
         }
     }
@@ -532,6 +538,17 @@ fn link_speed<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     Ok(v as u8)
 }
 
+fn link_speed_ext<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    let v = u64::deserialize(d)?;
+    if v > 15 && v != 30 && v != 31 {
+        return Err(D::Error::invalid_value(
+            Unexpected::Unsigned(v),
+            &"0..=15, 30 or 31",
+        ));
+    }
+    Ok(v as u8)
+}
+
 fn vls<'de, D: Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
     let v = u64::deserialize(d)?;
     if !(1..=15).contains(&v) {
@@ -700,6 +717,13 @@ mod tests {
                 2,
                 20,
                 "0..=7 or 15",
+            ),
+            (
+                "[sm]\nforce_link_speed_ext = 20\n",
+                "sm.force_link_speed_ext",
+                2,
+                24,
+                "0..=15, 30 or 31",
             ),
             (
                 "[routing]\nengines = []\n",

@@ -127,6 +127,7 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         m_key_lease_period: sm.m_key_lease_period,
         m_key_per_port: sm.m_key_per_port,
         force_link_speed: sm.force_link_speed,
+        force_link_speed_ext: sm.force_link_speed_ext,
         reassign_lids: sm.reassign_lids,
         health: crate::core::HealthConfig {
             link_flaps: cfg.health.link_flaps,
@@ -395,6 +396,11 @@ mod tests {
             ),
             ("sm.max_op_vls", "max_op_vls = 2".into(), Params),
             ("sm.force_link_speed", "force_link_speed = 3".into(), Params),
+            (
+                "sm.force_link_speed_ext",
+                "force_link_speed_ext = 31".into(),
+                Params,
+            ),
             ("sm.reassign_lids", "reassign_lids = true".into(), Both),
             ("routing.engines", "engines = [\"updn\"]".into(), Params),
             ("routing.vls", "vls = 4".into(), Params),

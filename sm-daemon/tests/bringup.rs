@@ -392,3 +392,39 @@ fn two_cas_back_to_back_come_up() {
     // Every (source port, destination LID) pair, each host's own LID included.
     assert_eq!((all.pairs, all.delivered), (4, 4));
 }
+
+/// HDR links: the SM sees their speeds (it sets PortInfo attribute modifier bit 31, without
+/// which such agents hide them), forces LinkSpeedExtEnabled as asked, and a second sweep
+/// finds it held (no PortInfo Set for it).
+#[test]
+fn extended_speeds_are_seen_and_forced_once() {
+    use sm_mad::port_info::link_speed_ext::{EDR, HDR};
+    let mut f = generate(&spec(r#"{"family":"fat-tree2","radix":8}"#)).unwrap();
+    let links: Vec<(PortIdx, PortIdx)> = f.links().collect();
+    for (a, b) in links {
+        for p in [a, b] {
+            f.port_mut(p).speed.ext = HDR;
+        }
+    }
+    let params = Params {
+        force_link_speed_ext: EDR,
+        ..Params::default()
+    };
+    let (mut d, first) = bring_up(&f, params);
+    let ext_ports: Vec<PortIdx> = (0..f.ports().len() as u32)
+        .map(PortIdx)
+        .filter(|&p| f.port(p).remote.is_some())
+        .collect();
+    for &p in &ext_ports {
+        let i = &d.sim.port(p).info;
+        assert_eq!(i.link_speed_ext_enabled, EDR, "{:?}", f.port(p));
+    }
+    // The SA's rates come from the extended speed the ports reported: 4x HDR.
+    let plan_f = &d.sm.plan().unwrap().fabric;
+    assert!(ext_ports.iter().all(|&p| plan_f.port(p).speed.ext == HDR));
+    let now = sm_daemon::core::Instant::from_nanos(d.now());
+    d.sm.request_sweep(now, true);
+    let again = next_up(&mut d);
+    assert!(first.port_info_sets > 0);
+    assert_eq!(again.port_info_sets, 0, "{again:?}");
+}

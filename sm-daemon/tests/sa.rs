@@ -19,7 +19,7 @@ use sm_daemon::core::{Event, Instant, Params};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::link::{Mtu, Rate};
 use sm_mad::path_record::{self, Selector};
-use sm_mad::port_info::link_width;
+use sm_mad::port_info::{link_speed_ext, link_width};
 use sm_mad::rmpp::{self, ReceiverState, RmppReceiver, RmppSender, Segmenter, SenderConfig};
 use sm_mad::{
     Gid, Guid, Lid, MadStatus, Method, PKey, Sl, Tid, Wire, class_port_info, guid_info_record,
@@ -871,9 +871,11 @@ fn link_rate(width: u8, speed: Speed) -> Rate {
         link_width::X12 => 12,
         _ => 4,
     };
-    let lane = match speed.speed {
-        2 => 5000,
-        4 => 10000,
+    let lane = match (speed.ext, speed.speed) {
+        (link_speed_ext::EDR, _) => 25_000,
+        (link_speed_ext::HDR, _) => 50_000,
+        (_, 2) => 5000,
+        (_, 4) => 10000,
         _ => 2500,
     };
     Rate::from_mbps(lanes * lane).unwrap()
@@ -913,18 +915,23 @@ fn mixed_fabric() -> Fabric {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        let (width, speed) = match x % 5 {
-            0 => (link_width::X1, 1),
-            1 => (link_width::X4, 2),
-            2 => (link_width::X12, 4),
-            3 => (link_width::X4, 4),
-            _ => (link_width::X4, 1),
+        // Some links run extended speeds (EDR, HDR), which agents show only to an SM that
+        // sets PortInfo attribute modifier bit 31.
+        let (width, speed, ext) = match x % 7 {
+            0 => (link_width::X1, 1, 0),
+            1 => (link_width::X4, 2, 0),
+            2 => (link_width::X12, 4, 0),
+            3 => (link_width::X4, 4, 0),
+            4 => (link_width::X4, 4, link_speed_ext::EDR),
+            5 => (link_width::X2, 4, link_speed_ext::HDR),
+            _ => (link_width::X4, 1, 0),
         };
         for p in [a, b] {
             let port = f.port_mut(p);
             port.width = width;
             port.speed = Speed {
                 speed,
+                ext,
                 ..Speed::SDR
             };
         }
@@ -974,7 +981,7 @@ fn path_record_mtu_and_rate_are_the_minima_along_the_lft_path() {
     }
     assert!(checked > 300, "{checked}");
     assert!(
-        seen_mtu.len() >= 2 && seen_rate.len() >= 3,
+        seen_mtu.len() >= 2 && seen_rate.len() >= 4,
         "{seen_mtu:?} {seen_rate:?}"
     );
 }

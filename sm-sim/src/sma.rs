@@ -42,6 +42,9 @@ pub(crate) struct Agent<'a> {
     pub ports: &'a mut [SimPort],
 }
 
+/// PortInfo attribute modifier bit 31, SMSupportsExtendedSpeeds.
+const SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
+
 impl Agent<'_> {
     fn port_idx(&self, n: NodeIdx, num: u8) -> Option<PortIdx> {
         let node = &self.nodes[n.idx()];
@@ -201,6 +204,9 @@ impl Agent<'_> {
         attr_mod: u32,
         data: &[u8; 64],
     ) -> Answer {
+        // Bit 31: the SM supports extended speeds (IBA 14.2.5.6); the rest is reserved.
+        let ext_ok = attr_mod & SM_SUPPORTS_EXTENDED_SPEEDS != 0;
+        let attr_mod = attr_mod & !SM_SUPPORTS_EXTENDED_SPEEDS;
         let p = match self.addressed_port(n, in_port, attr_mod & 0xff) {
             Ok(p) if attr_mod >> 8 == 0 => p,
             _ => return status_only(MadStatus::INVALID_FIELD, data),
@@ -214,6 +220,13 @@ impl Agent<'_> {
         }
         let mut info = self.ports[p.idx()].info;
         info.local_port_num = in_port;
+        if !ext_ok && info.link_speed_ext_supported != 0 {
+            // An SM that does not say it knows extended speeds is not shown them, as
+            // HDR and NDR ports do.
+            info.link_speed_ext_active = 0;
+            info.link_speed_ext_supported = 0;
+            info.link_speed_ext_enabled = 0;
+        }
         match emit(&info) {
             Ok(d) => Answer {
                 status: MadStatus::OK,
@@ -287,7 +300,9 @@ impl Agent<'_> {
         let width_ok = width == 0 || width == 255 || width & !cur.link_width_supported == 0;
         let speed = new.link_speed_enabled;
         let speed_ok = speed == 0 || speed == 15 || speed & !cur.link_speed_supported == 0;
-        if !width_ok || !speed_ok {
+        let ext = new.link_speed_ext_enabled;
+        let ext_ok = ext == 0 || ext == 30 || ext == 31 || ext & !cur.link_speed_ext_supported == 0;
+        if !width_ok || !speed_ok || !ext_ok {
             return Err(MadStatus::INVALID_FIELD);
         }
 
@@ -320,6 +335,12 @@ impl Agent<'_> {
             0 => {}
             15 => i.link_speed_enabled = i.link_speed_supported,
             s => i.link_speed_enabled = s,
+        }
+        match ext {
+            0 => {}
+            30 => i.link_speed_ext_enabled = 0,
+            31 => i.link_speed_ext_enabled = i.link_speed_ext_supported,
+            e => i.link_speed_ext_enabled = e,
         }
         if new.link_down_default_state.to_raw_value() != 0 {
             i.link_down_default_state = new.link_down_default_state;

@@ -264,6 +264,19 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
         port.power_up(kind);
         ports.push(port);
     }
+    // A node with extended-speed ports says so in its end ports' CapabilityMask (a
+    // switch's port 0 speaks for its other ports).
+    for n in &nodes {
+        let mine = n.first_port as usize..=n.first_port as usize + usize::from(n.num_ports);
+        let Some(ps) = ports.get_mut(mine) else {
+            continue;
+        };
+        if ps.iter().any(|p| p.exists && p.hw.speed.ext != 0) {
+            for p in ps.iter_mut().filter(|p| p.info.capability_mask != 0) {
+                p.info.capability_mask |= port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED;
+            }
+        }
+    }
     (nodes, ports)
 }
 

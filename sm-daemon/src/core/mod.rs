@@ -138,6 +138,9 @@ pub struct Params {
     pub neighbors: sm_core::mkey::Neighbors,
     /// PortInfo.LinkSpeedEnabled: 0 leaves it, 1..=7 a speed mask, 15 LinkSpeedSupported.
     pub force_link_speed: u8,
+    /// PortInfo.LinkSpeedExtEnabled on ports with extended speeds: 0 leaves it, 1..=15 a
+    /// mask, 30 none, 31 LinkSpeedExtSupported.
+    pub force_link_speed_ext: u8,
     /// Give every port a fresh LID on the first sweep instead of the one it holds
     /// (OpenSM's `reassign_lids`; the daemon then does not load `guid2lid` either).
     pub reassign_lids: bool,
@@ -181,6 +184,7 @@ impl Default for Params {
             m_keys: Default::default(),
             neighbors: Default::default(),
             force_link_speed: 15,
+            force_link_speed_ext: 0,
             reassign_lids: false,
             health: HealthConfig::default(),
             unhealthy: Vec::new(),
@@ -414,6 +418,9 @@ struct Backoff {
 }
 
 const MAX_BACKOFF_LEVEL: u32 = 6;
+
+/// PortInfo attribute modifier bit 31: the SM knows extended link speeds.
+const SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
 
 /// Repairs in a row with unanswered questions before a heavy sweep takes over.
 const MAX_REPAIR_RETRIES: u32 = 5;
@@ -1019,7 +1026,14 @@ impl Sm {
             (Target::Lid(l), _) => dest::lid(*l),
             _ => dest::UNKNOWN,
         });
-        let mut req = smp::Repr::request(w.method, Tid(0), w.attr, w.modifier, route);
+        let modifier = if w.attr == attr::PORT_INFO {
+            // SMSupportExtendedSpeeds (IBA 14.2.5.6): without it HDR and NDR ports leave
+            // their extended speeds out of the answer (OpenSM's issue 38).
+            w.modifier | SM_SUPPORTS_EXTENDED_SPEEDS
+        } else {
+            w.modifier
+        };
+        let mut req = smp::Repr::request(w.method, Tid(0), w.attr, modifier, route);
         req.m_key = self.m_key_for(&w);
         self.note_key_change(&w);
         if let Some(d) = w.data {

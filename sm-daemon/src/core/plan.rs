@@ -418,6 +418,19 @@ fn port_setting(
             want.link_speed_enabled = p.force_link_speed;
         }
     }
+    // LinkSpeedExtEnabled likewise (force_link_speed_ext), on ports that have extended
+    // speeds: 31 asks for every supported one, 30 for none.
+    let fse = p.force_link_speed_ext;
+    if fabric.port(q).num != 0 && fse != 0 && cur.link_speed_ext_supported != 0 {
+        let target = match fse {
+            31 => cur.link_speed_ext_supported,
+            30 => 0,
+            m => m,
+        };
+        if cur.link_speed_ext_enabled != target {
+            want.link_speed_ext_enabled = fse;
+        }
+    }
     if let Some(r) = fabric.port(q).remote {
         if let Some(peer) = d.port_info(r) {
             let mtu = cur.mtu_cap.to_raw_value().min(peer.mtu_cap.to_raw_value());
@@ -1082,6 +1095,36 @@ mod tests {
         };
         let plan = super::plan(&d, &mut LidStore::new(), &no_force, None).expect("a plan");
         assert_eq!(plan.settings[slow].expect("known").link_speed_enabled, 1);
+    }
+
+    #[test]
+    fn extended_speeds_are_forced_only_where_a_port_has_them() {
+        use sm_mad::port_info::link_speed_ext::{EDR, HDR};
+        let mut d = discovered(fat_tree());
+        let mut ports = d
+            .fabric
+            .switches()
+            .flat_map(|n| d.fabric.node_ports(n))
+            .filter(|&q| d.fabric.port(q).num != 0);
+        let (fast, plain) = (ports.next().unwrap(), ports.next().unwrap());
+        if let Some(pi) = d.ports[fast].info.as_mut() {
+            pi.link_speed_ext_supported = EDR | HDR;
+            pi.link_speed_ext_enabled = EDR;
+        }
+        let with = |fse: u8| {
+            let p = Params {
+                force_link_speed_ext: fse,
+                ..Params::default()
+            };
+            let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+            let at = |q: PortIdx| plan.settings[q].expect("known").link_speed_ext_enabled;
+            (at(fast), at(plain))
+        };
+        assert_eq!(with(0), (EDR, 0), "0 leaves it");
+        assert_eq!(with(31), (31, 0), "every supported one, asked for");
+        assert_eq!(with(30), (30, 0));
+        assert_eq!(with(EDR), (EDR, 0), "already so: nothing to send");
+        assert_eq!(with(HDR), (HDR, 0));
     }
 
     #[test]

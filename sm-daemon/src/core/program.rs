@@ -683,6 +683,9 @@ fn settings_data(want: &port_info::Repr, cur: &port_info::Repr, armed: bool) -> 
     if set.link_speed_enabled == cur.link_speed_enabled {
         set.link_speed_enabled = 0;
     }
+    if set.link_speed_ext_enabled == cur.link_speed_ext_enabled {
+        set.link_speed_ext_enabled = 0;
+    }
     set.link_down_default_state = port_info::LinkDownDefaultState::from_raw_value(0);
     emit_data(&set)
 }
@@ -710,6 +713,10 @@ fn settings_differ(cur: &port_info::Repr, want: &port_info::Repr) -> Option<&'st
     // 15 is not a value a port reports: it asks for every speed the port supports.
     let speed_held = cur.link_speed_enabled == want.link_speed_enabled
         || (want.link_speed_enabled == 15 && cur.link_speed_enabled == cur.link_speed_supported);
+    let ext_held = cur.link_speed_ext_enabled == want.link_speed_ext_enabled
+        || (want.link_speed_ext_enabled == 31
+            && cur.link_speed_ext_enabled == cur.link_speed_ext_supported)
+        || (want.link_speed_ext_enabled == 30 && cur.link_speed_ext_enabled == 0);
     let checks = [
         (cur.lid == want.lid, "LID"),
         (cur.lmc == want.lmc, "LMC"),
@@ -725,6 +732,7 @@ fn settings_differ(cur: &port_info::Repr, want: &port_info::Repr) -> Option<&'st
             "M_KeyLeasePeriod",
         ),
         (speed_held, "LinkSpeedEnabled"),
+        (ext_held, "LinkSpeedExtEnabled"),
         (cur.subnet_timeout == want.subnet_timeout, "SubnetTimeOut"),
         (cur.neighbor_mtu == want.neighbor_mtu, "NeighborMTU"),
         (
