@@ -347,6 +347,12 @@ pub struct HealthConfig {
     /// switch end), so that it stops flapping and erring; clearing the port switches it on
     /// again. Default: false (the link stays up physically, only the routes leave it).
     pub disable_ports: bool,
+    /// Traps an issuer may send at once before it is muted as babbling: its traps are then
+    /// counted and not acted on one by one. 0: never muted. Default: 50.
+    pub trap_burst: u32,
+    /// Traps per second an issuer may keep sending. 0: never muted. Default: 10.
+    #[serde(deserialize_with = "rate")]
+    pub trap_rate: f64,
 }
 
 impl Eq for HealthConfig {}
@@ -359,6 +365,8 @@ impl Default for HealthConfig {
             error_rate: 0.0,
             link_downed: 0,
             disable_ports: false,
+            trap_burst: 50,
+            trap_rate: 10.0,
         }
     }
 }

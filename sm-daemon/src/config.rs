@@ -133,6 +133,8 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
             link_flaps: cfg.health.link_flaps,
             flap_window: ms(u64::from(cfg.health.flap_window_s) * 1000),
             disable_ports: cfg.health.disable_ports,
+            trap_burst: cfg.health.trap_burst,
+            trap_rate: cfg.health.trap_rate,
         },
         sm_priority: sm.sm_priority,
         max_op_vls: sm.max_op_vls,
@@ -479,6 +481,8 @@ mod tests {
                 "disable_ports = true".into(),
                 Params,
             ),
+            ("health.trap_burst", "trap_burst = 5".into(), Params),
+            ("health.trap_rate", "trap_rate = 2.0".into(), Params),
             (
                 "status.event_log",
                 "event_log = \"/tmp/events.jsonl\"".into(),

@@ -282,6 +282,7 @@ fn with_disable_ports_an_unhealthy_link_is_switched_off_and_back_on_when_cleared
             link_flaps: 3,
             flap_window: Duration::from_secs(10),
             disable_ports: true,
+            ..HealthConfig::default()
         },
         ..Params::default()
     };

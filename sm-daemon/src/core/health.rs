@@ -15,13 +15,17 @@ use sm_mad::Guid;
 use super::Instant;
 
 /// When a port is unhealthy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HealthConfig {
     /// Flaps within `flap_window` that make a port unhealthy; 0 never does.
     pub link_flaps: u32,
     pub flap_window: Duration,
     /// Switch an unhealthy link off on its switch end (PortPhysicalState Disabled).
     pub disable_ports: bool,
+    /// Traps an issuer may send at once before it is muted (0: never muted).
+    pub trap_burst: u32,
+    /// Traps per second an issuer may keep sending (0: never muted).
+    pub trap_rate: f64,
 }
 
 impl Default for HealthConfig {
@@ -30,6 +34,8 @@ impl Default for HealthConfig {
             link_flaps: 5,
             flap_window: Duration::from_secs(60),
             disable_ports: false,
+            trap_burst: 50,
+            trap_rate: 10.0,
         }
     }
 }

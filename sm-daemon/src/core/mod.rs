@@ -480,7 +480,7 @@ impl Sm {
             sa: sa::Server::new(p.sa),
             election: Election::new(p.sm_priority, p.sm_key, p.poll_interval, p.poll_retries),
             health: health::Health::new(p.health, &p.unhealthy),
-            trap_gate: traps::TrapGate::default(),
+            trap_gate: traps::TrapGate::new(p.health.trap_burst, p.health.trap_rate),
             mkeys: mkeys::MKeys::new(&p),
             ticks: 0,
             p,
@@ -593,6 +593,7 @@ impl Sm {
         if self.p.health != new.health {
             self.p.health = new.health;
             self.health.set_config(new.health);
+            self.trap_gate = traps::TrapGate::new(new.health.trap_burst, new.health.trap_rate);
             r.applied.push("health");
         }
         if self.p.sweep_interval != new.sweep_interval {

@@ -50,16 +50,15 @@ impl Trap {
     }
 }
 
-/// Traps an issuer may send in a burst before it is muted.
-const TRAP_BURST: f64 = 50.0;
-/// Traps per second an issuer earns back.
-const TRAP_RATE: f64 = 10.0;
-
 /// A token bucket per issuer: a babbling port (far more traps than any real change makes)
 /// is muted, its traps counted and repressed but not acted on one by one, so a storm cannot
 /// keep the SM repairing or sweeping; the light sweeps still see what changed there.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct TrapGate {
+    /// Traps an issuer may send in a burst before it is muted.
+    burst: f64,
+    /// Traps per second an issuer earns back.
+    rate: f64,
     buckets: std::collections::HashMap<Lid, Bucket>,
     /// Traps muted and traps refused as forged, since the start.
     pub(super) muted: u64,
@@ -74,17 +73,37 @@ struct Bucket {
 }
 
 impl TrapGate {
+    /// A gate letting `burst` traps through at once and `rate` per second sustained, per
+    /// issuer (0 for either: no limit).
+    pub(super) fn new(burst: u32, rate: f64) -> TrapGate {
+        TrapGate {
+            burst: if burst == 0 {
+                f64::INFINITY
+            } else {
+                f64::from(burst)
+            },
+            rate: if rate <= 0.0 { f64::INFINITY } else { rate },
+            buckets: Default::default(),
+            muted: 0,
+            forged: 0,
+        }
+    }
+
     /// Whether a trap from `issuer` at `now` is acted on.
     pub(super) fn admit(&mut self, now: super::Instant, issuer: Lid) -> bool {
+        if self.burst.is_infinite() || self.rate.is_infinite() {
+            return true;
+        }
+        let (burst, rate) = (self.burst, self.rate);
         let b = self.buckets.entry(issuer).or_insert(Bucket {
-            tokens: TRAP_BURST,
+            tokens: burst,
             at: now,
             muted: 0,
         });
-        let earned = (now - b.at).as_secs_f64() * TRAP_RATE;
-        b.tokens = (b.tokens + earned).min(TRAP_BURST);
+        let earned = (now - b.at).as_secs_f64() * rate;
+        b.tokens = (b.tokens + earned).min(burst);
         b.at = now;
-        if b.muted > 0 && b.tokens >= TRAP_BURST / 2.0 {
+        if b.muted > 0 && b.tokens >= burst / 2.0 {
             tracing::info!(issuer = %issuer, muted = b.muted, "trap issuer quiet again: unmuted");
             b.muted = 0;
         }
@@ -95,7 +114,7 @@ impl TrapGate {
         if b.muted == 0 {
             tracing::warn!(
                 issuer = %issuer,
-                "trap issuer babbling (over {TRAP_BURST} traps at once, {TRAP_RATE}/s): muted, \
+                "trap issuer babbling (over {burst} traps at once, {rate}/s): muted, \
                  its traps counted and not acted on; light sweeps still see its changes"
             );
         }
@@ -111,11 +130,11 @@ mod tests {
 
     #[test]
     fn a_babbling_issuer_is_muted_and_heard_again_once_quiet() {
-        let mut g = TrapGate::default();
+        let mut g = TrapGate::new(50, 10.0);
         let t = |ms: u64| super::super::Instant::from_nanos(ms * 1_000_000);
         let l = Lid(7);
         let admitted = (0..200).filter(|_| g.admit(t(0), l)).count();
-        assert_eq!(admitted, TRAP_BURST as usize);
+        assert_eq!(admitted, 50);
         assert_eq!(g.muted, 150);
         // Another issuer is not affected.
         assert!(g.admit(t(0), Lid(8)));
@@ -123,5 +142,8 @@ mod tests {
         assert!(!g.admit(t(1_000), l));
         assert!(g.admit(t(3_000), l), "quiet for long enough");
         assert!(g.admit(t(3_000), l));
+        // No limit at all.
+        let mut open = TrapGate::new(0, 10.0);
+        assert!((0..1_000).all(|_| open.admit(t(0), l)));
     }
 }
