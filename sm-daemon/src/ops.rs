@@ -108,6 +108,9 @@ pub struct Status {
     pub sweeps: u64,
     pub last_sweep: Option<LastSweep>,
     pub unresponsive: Vec<Unanswered>,
+    /// SMs found without our SM_Key (never obeyed), by GUID.
+    #[serde(default)]
+    pub untrusted_sms: Vec<String>,
     /// Ports left out of the subnet, and why.
     pub unhealthy: Vec<UnhealthyRow>,
     pub smps_sent: u64,
@@ -562,6 +565,7 @@ impl Ops {
                 description: u.description.clone(),
             })
             .collect();
+        st.untrusted_sms = r.untrusted_sms.clone();
         st.last_sweep = Some(LastSweep {
             sweep: r.sweep,
             heavy: r.heavy,

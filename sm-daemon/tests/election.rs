@@ -182,13 +182,30 @@ fn an_sm_without_our_sm_key_is_ignored_however_high_its_priority() {
     };
     d.add_sm(*cas.last().unwrap(), rogue, LidStore::new());
     d.start_peer(0);
-    d.run_while(20 * SECOND, |_| false);
+    let mut reports = Vec::new();
+    let end = d.now() + 20 * SECOND;
+    // Half way, a heavy sweep (as after any fabric change) finds the rogue's port.
+    let mut swept = false;
+    while d.now() < end && d.step() {
+        if !swept && d.now() > end - 10 * SECOND {
+            swept = true;
+            d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+        }
+        while let Some(e) = d.sm.poll_event() {
+            if let sm_daemon::core::Event::SweepDone(r) = e {
+                reports.push(r);
+            }
+        }
+    }
     assert_eq!(
         d.sm.sm_state(),
         SmState::Master,
         "the master kept the subnet"
     );
     let rogue_guid = port_guid(&f, *cas.last().unwrap());
+    // Shown in the reports of the sweeps that found it.
+    let last = reports.last().expect("a sweep found the rogue");
+    assert_eq!(last.untrusted_sms, vec![rogue_guid.to_string()], "{last:?}");
     assert!(
         d.sm.remote_sms().iter().all(|r| r.guid != rogue_guid),
         "the rogue is not counted as an SM: {:?}",

@@ -2254,3 +2254,88 @@ fn multicast_trees_converge_under_mad_loss() {
         );
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// From random ports: a trap claiming another port's LID, and a delete or replacement
+    /// of another port's ServiceRecord. The trap is counted as forged and starts nothing;
+    /// the record changes only for a requester with the SM_Key.
+    #[test]
+    fn forged_traps_and_foreign_service_sets_are_refused(
+        owner in 0usize..64,
+        attacker in 0usize..64,
+        claimed in 0usize..64,
+        trap_144 in proptest::prelude::any::<bool>(),
+        replace in proptest::prelude::any::<bool>(),
+        trusted in proptest::prelude::any::<bool>(),
+    ) {
+        use service_record::comp;
+        use sm_mad::smp::{self, Route};
+        let mut fx = Fixture::small();
+        let members = fx.members();
+        let n = members.len();
+        let (o, a, c) = (owner % n, attacker % n, claimed % n);
+        proptest::prop_assume!(o != a && c != a);
+        let (owner_ep, owner_guid, _) = members[o];
+        let (attacker_ep, _, _) = members[a];
+        let claimed_lid = members[c].2;
+        let rec = service_record::Repr {
+            service_id: service_record::ServiceId(0x1000_0000_0000_0099),
+            service_gid: port_gid(owner_guid),
+            service_p_key: PKey(0xffff),
+            service_lease: service_record::Lease(60),
+            service_name: service_record::ServiceName::new("owned"),
+            ..service_record::Repr::default()
+        };
+        let mask = comp::SERVICE_ID | comp::SERVICE_GID | comp::SERVICE_P_KEY | comp::SERVICE_LEASE | comp::SERVICE_NAME;
+        let ok = fx.ask_as(owner_ep, set(service_record::ATTR_ID, mask, &rec));
+        proptest::prop_assert_eq!(ok.status(), MadStatus::OK);
+
+        let mut req = if replace {
+            let hijack = service_record::Repr {
+                service_name: service_record::ServiceName::new("hijacked"),
+                ..rec
+            };
+            set(service_record::ATTR_ID, mask, &hijack)
+        } else {
+            delete(service_record::ATTR_ID, mask, &rec)
+        };
+        if trusted {
+            req.sm_key = 1;
+        }
+        let answer = fx.ask_as(attacker_ep, req);
+        let q = service_record::Repr {
+            service_id: rec.service_id,
+            ..service_record::Repr::default()
+        };
+        let now = fx.ask(get(service_record::ATTR_ID, comp::SERVICE_ID, &q));
+        if trusted {
+            proptest::prop_assert_eq!(answer.status(), MadStatus::OK);
+        } else {
+            proptest::prop_assert_eq!(answer.status(), sa::ERR_REQ_DENIED);
+            let r: service_record::Repr = now.records()[0];
+            proptest::prop_assert_eq!(r.service_name, rec.service_name, "the owner's record stands");
+        }
+
+        // A trap in another port's name.
+        let (before_muted, before_forged) = fx.d.sm.traps_ignored();
+        let kind = if trap_144 {
+            notice::Trap::LocalChanges(notice::details_144::Repr {
+                lid_addr: claimed_lid,
+                capability_mask: sm_mad::port_info::cap::IS_SM,
+                ..Default::default()
+            })
+        } else {
+            notice::Trap::LinkStateChange(notice::details_128::Repr { lid_addr: claimed_lid })
+        };
+        let notice = notice::Repr::generic(notice::ProducerType::Ca, claimed_lid, kind);
+        let mut trap = smp::Repr::request(Method::Trap, Tid(0x99), sm_mad::attr::NOTICE, 0, Route::Lid);
+        trap.set_attribute(&notice).unwrap();
+        let sm_lid = fx.sm_lid;
+        fx.d.sim.send(attacker_ep, sm_lid, &trap.to_bytes().unwrap()).unwrap();
+        let started = fx.d.run_until(50_000_000, |e| matches!(e, Event::SweepStarted { .. }));
+        proptest::prop_assert!(started.is_none(), "a forged trap started a sweep: {:?}", started);
+        proptest::prop_assert_eq!(fx.d.sm.traps_ignored(), (before_muted, before_forged + 1));
+    }
+}

@@ -44,6 +44,7 @@ pub(super) struct Discovery {
     ports: IdxVec<PortIdx, PortFacts>,
     own: Option<PortIdx>,
     sms: Vec<RemoteSm>,
+    untrusted: Vec<(Guid, u8)>,
     /// Our SM_Key: another SM counts only if it answers with it (0: any).
     sm_key: u64,
     sm_asks: u64,
@@ -394,12 +395,10 @@ impl Discovery {
 
     fn on_sm_info(&mut self, port: PortIdx, info: sm_info::Repr) {
         if !key_matches(self.sm_key, &info) {
-            tracing::error!(
-                sm = %info.guid,
-                priority = info.priority,
-                "an SM whose SM_Key is not ours ({:#x}): ignored, as OpenSM does",
-                info.sm_key
-            );
+            // Logged once by the core, listed in every report.
+            if !self.untrusted.iter().any(|u| u.0 == info.guid) {
+                self.untrusted.push((info.guid, info.priority));
+            }
             return;
         }
         let lid = self.ports[port].info.map_or(Lid(0), |pi| pi.lid);
@@ -445,6 +444,7 @@ impl Discovery {
             ports: self.ports.into(),
             own,
             sms: self.sms,
+            untrusted: self.untrusted,
             sm_asks: self.sm_asks,
             missing: self.missing,
             former_peers: Default::default(),

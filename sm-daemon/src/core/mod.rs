@@ -470,6 +470,8 @@ pub struct Sm {
     mkeys: mkeys::MKeys,
     /// Sweeps so far, heavy and light: the clock of [`Backoff`].
     ticks: u64,
+    /// SMs found without our SM_Key (each logged once).
+    untrusted: std::collections::BTreeSet<Guid>,
 }
 
 impl Sm {
@@ -483,6 +485,7 @@ impl Sm {
             trap_gate: traps::TrapGate::new(p.health.trap_burst, p.health.trap_rate),
             mkeys: mkeys::MKeys::new(&p),
             ticks: 0,
+            untrusted: Default::default(),
             p,
             timers: TimerTable::default(),
             queue: VecDeque::new(),
@@ -1223,6 +1226,16 @@ impl Sm {
         // A port that left the subnet is asked for a reregistration when it is back.
         self.reregistered
             .retain(|g| m.fabric.port_by_guid(*g).is_some());
+        for &(guid, priority) in &m.untrusted {
+            if self.untrusted.insert(guid) {
+                tracing::error!(
+                    sm = %guid,
+                    priority,
+                    "an SM whose SM_Key is not ours: untrusted, never obeyed (as OpenSM)"
+                );
+            }
+        }
+        self.sweep.report.untrusted_sms = m.untrusted.iter().map(|u| u.0.to_string()).collect();
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
         self.mkeys.note_neighbors(&m);
         self.model = Some(Arc::new(m));

@@ -138,6 +138,8 @@ pub struct Discovered {
     pub own: PortIdx,
     /// Other SMs that answered their SMInfo.
     pub sms: Vec<RemoteSm>,
+    /// SMs whose SMInfo did not carry our SM_Key (GUID, priority): never obeyed.
+    pub untrusted: Vec<(Guid, u8)>,
     /// SMInfo Gets discovery sent (part of its minimum: a port that claims an SM is asked).
     pub sm_asks: u64,
     /// What discovery asked and never got an answer to.
@@ -397,6 +399,7 @@ impl Discovered {
             ports: ports.into(),
             own: port_map[self.own],
             sms: self.sms,
+            untrusted: self.untrusted,
             sm_asks: self.sm_asks,
             missing: self.missing,
             former_peers: self

@@ -88,6 +88,9 @@ pub struct SweepReport {
     pub unresponsive: Vec<Unresponsive>,
     /// Ports taken out of the subnet because their link kept going down.
     pub unhealthy_ports: Vec<super::UnhealthyPort>,
+    /// SMs found whose SMInfo did not carry our SM_Key (their GUIDs): never stood by for,
+    /// handed the subnet or obeyed.
+    pub untrusted_sms: Vec<String>,
     /// "master", or "standby" when the election left the subnet to another SM.
     pub sm_state: String,
     /// PortInfo Sets that asked a port's SA clients to register again (a new master's

@@ -632,6 +632,7 @@ pub fn reconstructed(plan: &Plan, p: &DbParams) -> Discovered {
         ports: ports.into(),
         own,
         sms: Vec::new(),
+        untrusted: Vec::new(),
         sm_asks: 0,
         missing: Vec::new(),
         former_peers: Default::default(),
