@@ -5,6 +5,10 @@
 #
 #   ibsm gen fat-tree --levels 3 --radix 64 --pods 40 -o ft3-64-40.net
 #   RUNS=5 tools/ops-bench.sh ft3-64-40.net
+#
+# CONFIG=FILE runs the SM with that configuration (e.g. [perfmgr] on with [metrics]
+# per_port, to see what per-port metrics cost) and waits WAIT seconds (default 3) for its
+# first counter sweep before measuring.
 set -euo pipefail
 net=${1:?usage: tools/ops-bench.sh FABRIC.net}
 runs=${RUNS:-5}
@@ -12,13 +16,14 @@ ibsm=${IBSM:-$(command -v ibsm || echo target/release/ibsm)}
 addr=${ADDR:-127.0.0.1:19464}
 dir=$(mktemp -d)
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-"$ibsm" run --sim "$net" --state-dir "$dir" --metrics "$addr" 2> "$dir/log" &
+"$ibsm" run --sim "$net" --state-dir "$dir" --metrics "$addr" ${CONFIG:+--config "$CONFIG"} 2> "$dir/log" &
 pid=$!
 for _ in $(seq 1 600); do
     grep -q "sweeping until" "$dir/log" 2>/dev/null && break
     sleep 0.5
 done
 grep -q "sweeping until" "$dir/log" || { cat "$dir/log"; exit 1; }
+[ -n "${CONFIG:-}" ] && sleep "${WAIT:-3}"
 best() { # best wall time in ms of "$@" over $runs runs, output to $dir/out
     local b=999999999999 t0 t1
     for _ in $(seq 1 "$runs"); do

@@ -397,6 +397,9 @@ pub struct MetricsConfig {
     /// Address to serve `/metrics` on, e.g. `"127.0.0.1:9464"`. Default: unset (off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Also each port's counters (errors, link downs, data), labelled by node GUID and
+    /// port, with `[perfmgr]` on: four samples per port. Default: false.
+    pub per_port: bool,
 }
 
 /// `[status]`: the live status socket and the fabric event log.

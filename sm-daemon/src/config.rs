@@ -465,6 +465,7 @@ mod tests {
                 "listen = \"127.0.0.1:9464\"".into(),
                 Daemon,
             ),
+            ("metrics.per_port", "per_port = true".into(), Daemon),
             (
                 "status.socket",
                 "socket = \"/tmp/ibsm.sock\"".into(),

@@ -162,6 +162,21 @@ struct AttrLabel {
     attribute: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PortLabel {
+    node: String,
+    port: u32,
+}
+
+/// Each port's counters, when asked for (`[metrics] per_port`): four samples per port, so
+/// off by default (a 40,960-host fabric has 164,000 ports).
+struct PortMetrics {
+    errors: Family<PortLabel, Counter>,
+    link_downed: Family<PortLabel, Counter>,
+    xmit_data: Family<PortLabel, Counter>,
+    rcv_data: Family<PortLabel, Counter>,
+}
+
 /// The metric families.
 struct Metrics {
     registry: Registry,
@@ -187,6 +202,7 @@ struct Metrics {
     port_link_downed: Counter,
     perf_unanswered: Gauge,
     traps_ignored: Family<KindLabel, Counter>,
+    per_port: Option<PortMetrics>,
 }
 
 const SM_STATES: [(SmState, &str); 4] = [
@@ -229,6 +245,7 @@ impl Metrics {
             port_link_downed: Counter::default(),
             perf_unanswered: Gauge::default(),
             traps_ignored: Family::default(),
+            per_port: None,
             registry: Registry::default(),
         };
         registry.register(
@@ -319,6 +336,40 @@ impl Metrics {
             m.traps_ignored.clone(),
         );
         Metrics { registry, ..m }
+    }
+
+    fn enable_per_port(&mut self) {
+        if self.per_port.is_some() {
+            return;
+        }
+        let p = PortMetrics {
+            errors: Family::default(),
+            link_downed: Family::default(),
+            xmit_data: Family::default(),
+            rcv_data: Family::default(),
+        };
+        let r = &mut self.registry;
+        r.register(
+            "port_errors_by_port",
+            "Error counter increments of one port (PortCounters, link downs apart)",
+            p.errors.clone(),
+        );
+        r.register(
+            "port_link_downed_by_port",
+            "LinkDownedCounter increments of one port",
+            p.link_downed.clone(),
+        );
+        r.register(
+            "port_xmit_data_words",
+            "Data one port sent, in 4-byte words",
+            p.xmit_data.clone(),
+        );
+        r.register(
+            "port_rcv_data_words",
+            "Data one port received, in 4-byte words",
+            p.rcv_data.clone(),
+        );
+        self.per_port = Some(p);
     }
 }
 
@@ -517,6 +568,24 @@ impl Ops {
         m.port_errors.inc_by(errors.saturating_sub(errors0));
         m.port_link_downed.inc_by(downed.saturating_sub(downed0));
         m.perf_unanswered.set(sweep.lost as i64);
+        if let Some(pm) = &m.per_port {
+            let before = self.perf.as_deref();
+            for (&(node, port), (t, _)) in &table {
+                let old = before.and_then(|b| b.get(&(node, port))).map(|x| x.0);
+                let old = old.unwrap_or_default();
+                let l = PortLabel {
+                    node: node.to_string(),
+                    port: u32::from(port),
+                };
+                let grow = |f: &Family<PortLabel, Counter>, new: u64, was: u64| {
+                    f.get_or_create(&l).inc_by(new.saturating_sub(was));
+                };
+                grow(&pm.errors, t.errors(), old.errors());
+                grow(&pm.link_downed, t.link_downed, old.link_downed);
+                grow(&pm.xmit_data, t.xmit_data, old.xmit_data);
+                grow(&pm.rcv_data, t.rcv_data, old.rcv_data);
+            }
+        }
         self.perf_sums = (n, errors.max(errors0), downed.max(downed0));
         self.perf = Some(Arc::new(table));
     }
@@ -643,6 +712,12 @@ impl Ops {
     /// Every port of the last sweep's fabric.
     pub fn ports(&self) -> Vec<PortRow> {
         Reply::Ports(self.snapshot.clone(), self.perf.clone()).rows()
+    }
+
+    /// Adds each port's counters to the metrics (`[metrics] per_port`).
+    pub fn with_port_metrics(mut self) -> Ops {
+        self.metrics.enable_per_port();
+        self
     }
 
     /// The metrics in the OpenMetrics text format.

@@ -231,3 +231,51 @@ fn a_reload_applies_partitions_with_only_their_blocks_and_names_what_needs_a_res
     let r = d.sm.reconfigure(now, &new);
     assert!(r.applied.is_empty());
 }
+
+#[test]
+fn per_port_counters_are_metrics_only_when_asked_for() {
+    use sm_daemon::perf::{PerfConfig, PerfMgr};
+    let f = fabric();
+    let mut d = support::started(&f, Params::default());
+    d.perf = Some(PerfMgr::new(PerfConfig {
+        interval: std::time::Duration::from_secs(1),
+        ..PerfConfig::default()
+    }));
+    let mut plain = Ops::new(0, None).unwrap();
+    let mut ops = Ops::new(0, None).unwrap().with_port_metrics();
+    for _ in 0..2 {
+        run(&mut d, &mut ops, 1_200 * MS);
+        let p = d.perf.as_ref().unwrap();
+        ops.perf_sweep(p);
+        plain.perf_sweep(p);
+    }
+    let text = ops.encode_metrics();
+    let p = d.perf.as_ref().unwrap();
+    let linked = f
+        .ports()
+        .iter()
+        .filter(|q| q.num != 0 && q.remote.is_some())
+        .count();
+    assert_eq!(p.stats().len(), linked);
+    for ((node, port), s) in p.stats() {
+        assert!(s.totals.xmit_data > 0, "traffic crossed every link");
+        let name = |m: &str| format!("ibsm_{m}_total{{node=\"{node}\",port=\"{port}\"}}");
+        assert_eq!(
+            sample(&text, &name("port_xmit_data_words")),
+            s.totals.xmit_data as f64
+        );
+        assert_eq!(
+            sample(&text, &name("port_rcv_data_words")),
+            s.totals.rcv_data as f64
+        );
+        assert_eq!(sample(&text, &name("port_errors_by_port")), 0.0);
+    }
+    let plain = plain.encode_metrics();
+    assert!(!plain.contains("port_xmit_data_words"), "off by default");
+    assert!(
+        plain.len() * 4 < text.len(),
+        "{} vs {}",
+        plain.len(),
+        text.len()
+    );
+}

@@ -849,6 +849,7 @@ impl OpsHook {
         listen: Option<std::net::SocketAddr>,
         status: &sm_core::config::StatusConfig,
         priority: u8,
+        per_port: bool,
     ) -> anyhow::Result<Option<OpsHook>> {
         if args.once || args.run_for.is_some() {
             return Ok(None);
@@ -881,6 +882,11 @@ impl OpsHook {
                 tracing::error!("{e}; running without an event log");
                 Ops::new(priority, None)?
             }
+        };
+        let ops = if per_port {
+            ops.with_port_metrics()
+        } else {
+            ops
         };
         let shared = Arc::new(Mutex::new(ops));
         // The SM runs without what cannot be served (a port or socket in use), loudly.
@@ -986,7 +992,7 @@ fn setup(
     }
     let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
     let listen = args.metrics.or(s.metrics.listen);
-    let ops = OpsHook::start(args, listen, &s.status, p.sm_priority)?;
+    let ops = OpsHook::start(args, listen, &s.status, p.sm_priority, s.metrics.per_port)?;
     Ok(Setup {
         params: p,
         port_guid: s.port_guid,
