@@ -111,15 +111,20 @@ pub fn get_class_port_info(tid: Tid) -> [u8; 256] {
     request(tid, Method::Get, crate::class_port_info::ATTR_ID, 0)
 }
 
-/// The header and ClassPortInfo of a GetResp.
-pub fn parse_class_port_info(m: &[u8]) -> Result<(mad::Repr, crate::class_port_info::Repr)> {
+/// The header and attribute `T` of a performance management MAD.
+fn parse_attribute<T: Wire>(m: &[u8]) -> Result<(mad::Repr, T)> {
     let h = mad::Repr::parse(m)?;
     let data = m.get(DATA_OFFSET..).ok_or(crate::Error::Truncated {
-        what: "ClassPortInfo",
-        need: DATA_OFFSET + crate::class_port_info::LEN,
+        what: T::NAME,
+        need: DATA_OFFSET + T::LEN,
         got: m.len(),
     })?;
-    Ok((h, crate::class_port_info::Repr::parse(data)?))
+    Ok((h, T::parse(data)?))
+}
+
+/// The header and ClassPortInfo of a GetResp.
+pub fn parse_class_port_info(m: &[u8]) -> Result<(mad::Repr, crate::class_port_info::Repr)> {
+    parse_attribute(m)
 }
 
 /// PortCountersExtended (IBA 16.1.4.11): 64-bit traffic counters that never saturate in
@@ -154,25 +159,13 @@ pub mod ext {
 
     /// The header and PortCountersExtended of a GetResp.
     pub fn parse(m: &[u8]) -> Result<(mad::Repr, Repr)> {
-        let h = mad::Repr::parse(m)?;
-        let data = m.get(DATA_OFFSET..).ok_or(crate::Error::Truncated {
-            what: "PortCountersExtended",
-            need: DATA_OFFSET + LEN,
-            got: m.len(),
-        })?;
-        Ok((h, Repr::parse(data)?))
+        parse_attribute(m)
     }
 }
 
 /// The header and PortCounters of a GetResp.
 pub fn parse_port_counters(m: &[u8]) -> Result<(mad::Repr, Repr)> {
-    let h = mad::Repr::parse(m)?;
-    let data = m.get(DATA_OFFSET..).ok_or(crate::Error::Truncated {
-        what: "PortCounters",
-        need: DATA_OFFSET + Repr::LEN,
-        got: m.len(),
-    })?;
-    Ok((h, Repr::parse(data)?))
+    parse_attribute(m)
 }
 
 #[cfg(test)]
