@@ -127,6 +127,16 @@ pub mod cap2 {
     pub const IS_SWITCH_PORT_STATE_TABLE_SUPPORTED: u16 = 1 << 3;
     pub const IS_LINK_WIDTH_2X_SUPPORTED: u16 = 1 << 4;
     pub const IS_LINK_SPEED_HDR_SUPPORTED: u16 = 1 << 5;
+    pub const IS_LINK_SPEED_NDR_SUPPORTED: u16 = 1 << 10;
+    /// The LinkSpeedExt*2 fields (XDR) are valid.
+    pub const IS_EXTENDED_SPEEDS_2_SUPPORTED: u16 = 1 << 11;
+    pub const IS_LINK_SPEED_XDR_SUPPORTED: u16 = 1 << 12;
+}
+
+/// LinkSpeedExtActive2 / LinkSpeedExtSupported2 / LinkSpeedExtEnabled2 bits.
+pub mod link_speed_ext2 {
+    /// 212.5 Gb/s per lane (200 Gb/s of data).
+    pub const XDR: u8 = 1;
 }
 
 /// LinkWidthEnabled / LinkWidthSupported / LinkWidthActive bits. Active holds one bit.
@@ -268,6 +278,11 @@ wire_struct! {
         local_phy_errors: u8 = LOCAL_PHY_ERRORS @ 424, 4;
         overrun_errors: u8 = OVERRUN_ERRORS @ 428, 4;
         max_credit_hint: u16 = MAX_CREDIT_HINT @ 432, 16;
+        /// See [`link_speed_ext2`]; valid where CapabilityMask2 has
+        /// [`cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED`].
+        link_speed_ext_active2: u8 = LINK_SPEED_EXT_ACTIVE2 @ 449, 2;
+        link_speed_ext_supported2: u8 = LINK_SPEED_EXT_SUPPORTED2 @ 451, 2;
+        link_speed_ext_enabled2: u8 = LINK_SPEED_EXT_ENABLED2 @ 453, 3;
         link_round_trip_latency: u32 = LINK_ROUND_TRIP_LATENCY @ 456, 24;
         /// See [`cap2`].
         capability_mask2: u16 = CAPABILITY_MASK2 @ 480, 16;
@@ -294,6 +309,13 @@ impl Repr {
     /// The data rate of the active link. The extended speed counts only on a port that
     /// declares extended speeds (the field is reserved elsewhere).
     pub fn rate(&self) -> Option<Rate> {
+        if self.has_capability2(cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED)
+            && self.link_speed_ext_active2 & link_speed_ext2::XDR != 0
+        {
+            // Rates above 1.2 Tb/s (XDR 8x, 12x) have no code: the highest there is.
+            let lanes = link_width::lanes(self.link_width_active)?;
+            return Rate::from_mbps(lanes * 200_000).or(Some(Rate::Gbps1200));
+        }
         let ext = if self.has_capability(cap::IS_EXTENDED_SPEEDS_SUPPORTED) {
             self.link_speed_ext_active
         } else {
@@ -423,6 +445,9 @@ mod tests {
             local_phy_errors: 0,
             overrun_errors: 0,
             max_credit_hint: 0,
+            link_speed_ext_active2: 0,
+            link_speed_ext_supported2: 0,
+            link_speed_ext_enabled2: 0,
             link_round_trip_latency: 0,
             capability_mask2: cap2::IS_LINK_WIDTH_2X_SUPPORTED | cap2::IS_LINK_SPEED_HDR_SUPPORTED,
             link_speed_ext_active: 0,
@@ -523,6 +548,47 @@ mod tests {
             ..edr
         };
         assert_eq!(legacy.rate(), Some(Rate::Gbps10));
+        // XDR, where CapabilityMask2 says the second extended field is valid.
+        let xdr = Repr {
+            link_speed_ext_active2: link_speed_ext2::XDR,
+            capability_mask2: r.capability_mask2 | cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED,
+            ..edr
+        };
+        assert_eq!(xdr.rate(), Some(Rate::Gbps800));
+        let wide = Repr {
+            link_width_active: link_width::X12,
+            ..xdr
+        };
+        assert_eq!(wide.rate(), Some(Rate::Gbps1200), "2.4 Tb/s has no code");
+        let unsure = Repr {
+            capability_mask2: r.capability_mask2,
+            ..xdr
+        };
+        assert_eq!(
+            unsure.rate(),
+            Some(Rate::Gbps100),
+            "not declared: EDR counts"
+        );
+    }
+
+    /// LinkSpeedExt*2 sit in byte 56 (bits 449-455), as libibmad places them.
+    #[test]
+    fn xdr_fields_sit_in_byte_56() {
+        let mut d = [0u8; 64];
+        // Reserved bit, then 01, 01, 011.
+        d[56] = 0b0010_1011;
+        let r = Repr::parse(&d).unwrap();
+        assert_eq!(
+            (
+                r.link_speed_ext_active2,
+                r.link_speed_ext_supported2,
+                r.link_speed_ext_enabled2
+            ),
+            (1, 1, 3)
+        );
+        let mut back = [0u8; 64];
+        r.emit(&mut back).unwrap();
+        assert_eq!(back[56], d[56]);
     }
 
     #[test]

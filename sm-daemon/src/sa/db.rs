@@ -154,6 +154,18 @@ pub struct Db {
 /// PortInfo's rate code for the active width and speed (OpenSM's `compute_rate`): the
 /// extended speed when `extended` (the capability mask has IsExtendedSpeedsSupported) and
 /// one is active, else LinkSpeedActive.
+/// An XDR link's rate by width; 8x and 12x (1.6 and 2.4 Tb/s) have no rate code and get the
+/// highest there is.
+fn xdr_rate(width: u8) -> Rate {
+    use Rate::*;
+    match width {
+        link_width::X2 => Gbps400,
+        link_width::X4 => Gbps800,
+        link_width::X8 | link_width::X12 => Gbps1200,
+        _ => Gbps200,
+    }
+}
+
 pub fn port_rate(width: u8, speed: u8, ext: u8, extended: bool) -> Rate {
     // Per width: 1x, 4x, 8x, 12x, 2x.
     let pick = |t: [Rate; 5]| match width {
@@ -181,7 +193,11 @@ pub fn port_rate(width: u8, speed: u8, ext: u8, extended: bool) -> Rate {
     }
 }
 
-fn pi_rate(pi: &port_info::Repr, extended: bool) -> u8 {
+/// `extended2`: the port declares the second extended speed field (XDR) valid.
+fn pi_rate(pi: &port_info::Repr, extended: bool, extended2: bool) -> u8 {
+    if extended2 && pi.link_speed_ext_active2 & port_info::link_speed_ext2::XDR != 0 {
+        return xdr_rate(pi.link_width_active).to_raw_value();
+    }
     port_rate(
         pi.link_width_active,
         pi.link_speed_active,
@@ -311,16 +327,15 @@ impl Db {
         };
         let node = f.port(q).node;
         let caps = if f.node(node).kind == NodeKind::Switch {
-            f.port_of(node, 0)
-                .and_then(|p0| self.model.port_info(p0))
-                .map_or(0, |pi| pi.capability_mask)
+            f.port_of(node, 0).and_then(|p0| self.model.port_info(p0))
         } else {
-            info.capability_mask
+            Some(info)
         };
-        pi_rate(
-            info,
-            caps & port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED != 0,
-        )
+        let extended = caps
+            .is_some_and(|c| c.capability_mask & port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED != 0);
+        let extended2 = caps
+            .is_some_and(|c| c.has_capability2(port_info::cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED));
+        pi_rate(info, extended, extended2)
     }
 
     /// Whether a node's end ports take an LMC range (CAs and routers; a switch only with an
@@ -688,5 +703,19 @@ mod tests {
         assert_eq!(port_rate(link_width::X4, 4, 1, false), Rate::Gbps40);
         assert_eq!(port_rate(link_width::X2, 4, 2, true), Rate::Gbps50);
         assert_eq!(port_rate(link_width::X4, 4, 4, true), Rate::Gbps200);
+        let xdr = port_info::Repr {
+            link_width_active: link_width::X4,
+            link_speed_active: 4,
+            link_speed_ext_active: 8,
+            link_speed_ext_active2: port_info::link_speed_ext2::XDR,
+            ..port_info::Repr::default()
+        };
+        assert_eq!(pi_rate(&xdr, true, true), Rate::Gbps800.to_raw_value());
+        assert_eq!(
+            pi_rate(&xdr, true, false),
+            Rate::Gbps400.to_raw_value(),
+            "NDR"
+        );
+        assert_eq!(xdr_rate(link_width::X12), Rate::Gbps1200);
     }
 }

@@ -169,6 +169,15 @@ fn layouts() -> &'static Layouts {
                 }
             })
             .collect();
+        // The XDR speed fields took bits of a reserved byte, which stays one component
+        // (the numbering clients use).
+        let mut port_info_comps: Vec<(&'static str, usize, usize)> = port_info::field::ALL
+            .iter()
+            .copied()
+            .filter(|&(_, o, _)| !(448..456).contains(&o))
+            .chain([("reserved_448", 448, 8)])
+            .collect();
+        port_info_comps.sort_by_key(|&(_, o, _)| o);
         Layouts {
             node: build(
                 &[
@@ -180,10 +189,7 @@ fn layouts() -> &'static Layouts {
                 node_record::LEN * 8,
             ),
             port_info: build(
-                &[
-                    (0, port_info_record::field::ALL),
-                    (32, port_info::field::ALL),
-                ],
+                &[(0, port_info_record::field::ALL), (32, &port_info_comps)],
                 &["port_info"],
                 port_info_record::LEN * 8,
             ),
