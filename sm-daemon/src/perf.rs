@@ -191,6 +191,13 @@ fn grew(old: u64, new: u64, resets: &mut u64) -> u64 {
     }
 }
 
+/// Adds to totals `t` how much each named counter grew from read `old` to read `new`.
+macro_rules! accumulate {
+    ($t:expr, $old:expr, $new:expr, $r:expr; $($f:ident),+ $(,)?) => {
+        $( $t.$f += grew($old.$f.into(), $new.$f.into(), $r); )+
+    };
+}
+
 /// Whether any counter in use is at three quarters of its range or more (the traffic
 /// counters not at all when PortCountersExtended stands in for them).
 fn near_full(c: &Counters, extended: bool) -> bool {
@@ -225,55 +232,17 @@ impl PortStats {
         let t = &mut self.totals;
         let r = &mut self.resets;
         let before = t.errors();
-        t.symbol_errors += grew(old.symbol_errors.into(), c.symbol_errors.into(), r);
-        t.link_error_recoveries += grew(
-            old.link_error_recoveries.into(),
-            c.link_error_recoveries.into(),
-            r,
-        );
         self.link_downed_step = grew(old.link_downed.into(), c.link_downed.into(), r);
         t.link_downed += self.link_downed_step;
-        t.rcv_errors += grew(old.rcv_errors.into(), c.rcv_errors.into(), r);
-        t.rcv_remote_physical_errors += grew(
-            old.rcv_remote_physical_errors.into(),
-            c.rcv_remote_physical_errors.into(),
-            r,
-        );
-        t.rcv_switch_relay_errors += grew(
-            old.rcv_switch_relay_errors.into(),
-            c.rcv_switch_relay_errors.into(),
-            r,
-        );
-        t.xmit_discards += grew(old.xmit_discards.into(), c.xmit_discards.into(), r);
-        t.xmit_constraint_errors += grew(
-            old.xmit_constraint_errors.into(),
-            c.xmit_constraint_errors.into(),
-            r,
-        );
-        t.rcv_constraint_errors += grew(
-            old.rcv_constraint_errors.into(),
-            c.rcv_constraint_errors.into(),
-            r,
-        );
-        t.local_link_integrity_errors += grew(
-            old.local_link_integrity_errors.into(),
-            c.local_link_integrity_errors.into(),
-            r,
-        );
-        t.excessive_buffer_overrun_errors += grew(
-            old.excessive_buffer_overrun_errors.into(),
-            c.excessive_buffer_overrun_errors.into(),
-            r,
-        );
-        t.vl15_dropped += grew(old.vl15_dropped.into(), c.vl15_dropped.into(), r);
+        accumulate!(t, old, c, r;
+            symbol_errors, link_error_recoveries, rcv_errors, rcv_remote_physical_errors,
+            rcv_switch_relay_errors, xmit_discards, xmit_constraint_errors,
+            rcv_constraint_errors, local_link_integrity_errors,
+            excessive_buffer_overrun_errors, vl15_dropped, xmit_wait);
         if !extended {
             self.traffic_from_32 = true;
-            t.xmit_data += grew(old.xmit_data.into(), c.xmit_data.into(), r);
-            t.rcv_data += grew(old.rcv_data.into(), c.rcv_data.into(), r);
-            t.xmit_pkts += grew(old.xmit_pkts.into(), c.xmit_pkts.into(), r);
-            t.rcv_pkts += grew(old.rcv_pkts.into(), c.rcv_pkts.into(), r);
+            accumulate!(t, old, c, r; xmit_data, rcv_data, xmit_pkts, rcv_pkts);
         }
-        t.xmit_wait += grew(old.xmit_wait.into(), c.xmit_wait.into(), r);
         if let Some(at) = self.last_at {
             let secs = (now - at).as_secs_f64();
             if secs > 0.0 {
@@ -299,14 +268,9 @@ impl PortStats {
         let old = self.last_ext.unwrap_or_default();
         let t = &mut self.totals;
         let r = &mut self.resets;
-        t.xmit_data += grew(old.xmit_data, e.xmit_data, r);
-        t.rcv_data += grew(old.rcv_data, e.rcv_data, r);
-        t.xmit_pkts += grew(old.xmit_pkts, e.xmit_pkts, r);
-        t.rcv_pkts += grew(old.rcv_pkts, e.rcv_pkts, r);
-        t.unicast_xmit_pkts += grew(old.unicast_xmit_pkts, e.unicast_xmit_pkts, r);
-        t.unicast_rcv_pkts += grew(old.unicast_rcv_pkts, e.unicast_rcv_pkts, r);
-        t.multicast_xmit_pkts += grew(old.multicast_xmit_pkts, e.multicast_xmit_pkts, r);
-        t.multicast_rcv_pkts += grew(old.multicast_rcv_pkts, e.multicast_rcv_pkts, r);
+        accumulate!(t, old, e, r;
+            xmit_data, rcv_data, xmit_pkts, rcv_pkts, unicast_xmit_pkts, unicast_rcv_pkts,
+            multicast_xmit_pkts, multicast_rcv_pkts);
         self.last_ext = Some(*e);
     }
 }

@@ -1051,39 +1051,25 @@ impl Sim {
                 let _ = cpi.emit(&mut mad[perf::DATA_OFFSET..]);
                 MadStatus::OK
             }
-            (perf::PORT_COUNTERS, Some(q)) => match perf::Repr::parse(&mad[perf::DATA_OFFSET..]) {
-                Ok(r) => {
-                    let c = &mut self.ports[q.idx()].counters;
-                    if method == Method::Set {
-                        clear_counters(c, r.counter_select);
-                    }
-                    let out = perf::Repr {
-                        port_select: num,
-                        counter_select: 0,
-                        ..*c
-                    };
-                    let _ = out.emit(&mut mad[perf::DATA_OFFSET..]);
-                    MadStatus::OK
-                }
-                Err(_) => MadStatus::INVALID_FIELD,
-            },
+            (perf::PORT_COUNTERS, Some(q)) => {
+                let c = &mut self.ports[q.idx()].counters;
+                answer_counters(
+                    &mut mad[perf::DATA_OFFSET..],
+                    method,
+                    c,
+                    clear_counters,
+                    num,
+                )
+            }
             (perf::PORT_COUNTERS_EXTENDED, Some(q)) => {
-                match perf::ext::Repr::parse(&mad[perf::DATA_OFFSET..]) {
-                    Ok(r) => {
-                        let c = &mut self.ports[q.idx()].ext_counters;
-                        if method == Method::Set {
-                            clear_ext_counters(c, r.counter_select);
-                        }
-                        let out = perf::ext::Repr {
-                            port_select: num,
-                            counter_select: 0,
-                            ..*c
-                        };
-                        let _ = out.emit(&mut mad[perf::DATA_OFFSET..]);
-                        MadStatus::OK
-                    }
-                    Err(_) => MadStatus::INVALID_FIELD,
-                }
+                let c = &mut self.ports[q.idx()].ext_counters;
+                answer_counters(
+                    &mut mad[perf::DATA_OFFSET..],
+                    method,
+                    c,
+                    clear_ext_counters,
+                    num,
+                )
             }
             (perf::PORT_COUNTERS | perf::PORT_COUNTERS_EXTENDED, None) => MadStatus::INVALID_FIELD,
             _ => MadStatus::METHOD_ATTR_UNSUPPORTED,
@@ -1256,6 +1242,28 @@ impl Sim {
     pub fn trap_pending(&self, n: NodeIdx) -> bool {
         self.traps.get(n.idx()).is_some_and(|t| t.is_some())
     }
+}
+
+/// Answers a Get or Set of counters `held` (PortCounters or PortCountersExtended, which
+/// keep PortSelect in byte 1 and CounterSelect in bytes 2-3 alike) in the attribute
+/// `data`: a Set clears what CounterSelect names first.
+fn answer_counters<T: sm_mad::Wire>(
+    data: &mut [u8],
+    method: Method,
+    held: &mut T,
+    clear: fn(&mut T, u16),
+    port: u8,
+) -> sm_mad::MadStatus {
+    if T::parse(data).is_err() || data.len() < 4 {
+        return sm_mad::MadStatus::INVALID_FIELD;
+    }
+    if method == Method::Set {
+        clear(held, u16::from_be_bytes([data[2], data[3]]));
+    }
+    let _ = held.emit(data);
+    data[1] = port;
+    data[2..4].fill(0);
+    sm_mad::MadStatus::OK
 }
 
 /// A MAD's words on the wire: the MAD and its LRH, BTH, DETH and ICRC.

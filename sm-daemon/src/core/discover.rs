@@ -311,33 +311,16 @@ impl Discovery {
         } else {
             info.port_guid
         });
-        self.queue.push_back(get(
-            Purpose::NodeDesc { node },
-            attr::NODE_DESCRIPTION,
-            0,
-            path,
-            to,
-            key,
-        ));
+        let ask = |purpose, attr_id, modifier| get(purpose, attr_id, modifier, path, to, key);
+        self.queue
+            .push_back(ask(Purpose::NodeDesc { node }, attr::NODE_DESCRIPTION, 0));
         if kind == NodeKind::Switch {
-            self.queue.push_back(get(
-                Purpose::SwitchInfo { node },
-                attr::SWITCH_INFO,
-                0,
-                path,
-                to,
-                key,
-            ));
+            self.queue
+                .push_back(ask(Purpose::SwitchInfo { node }, attr::SWITCH_INFO, 0));
             for port in self.fabric.node_ports(node).collect::<Vec<_>>() {
-                let num = self.fabric.port(port).num;
-                self.queue.push_back(get(
-                    Purpose::PortInfo { port },
-                    attr::PORT_INFO,
-                    u32::from(num),
-                    path,
-                    to,
-                    key,
-                ));
+                let num = u32::from(self.fabric.port(port).num);
+                self.queue
+                    .push_back(ask(Purpose::PortInfo { port }, attr::PORT_INFO, num));
             }
         }
         Some(node)
@@ -358,14 +341,8 @@ impl Discovery {
             self.sm_asks += 1;
             let to = dest::node(self.fabric.node(node).guid);
             let key = KeyHolder::Guid(self.fabric.port(port).guid);
-            self.queue.push_back(get(
-                Purpose::SmInfo { port },
-                attr::SM_INFO,
-                0,
-                path,
-                to,
-                key,
-            ));
+            let w = get(Purpose::SmInfo { port }, attr::SM_INFO, 0, path, to, key);
+            self.queue.push_back(w);
         }
         let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
         let mut next = path;
