@@ -10,7 +10,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::{Guid, Lid};
 
-use crate::idx::{IdxVec, OptIdx};
+use std::sync::Arc;
+
+use crate::idx::{CowVec, IdxVec, OptIdx};
 
 /// The GUID of a CA or router port not reached yet (see [`Fabric::set_port_guid`]).
 pub const UNKNOWN_GUID: Guid = Guid(0);
@@ -244,10 +246,12 @@ pub enum FabricError {
 /// The fabric.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Fabric {
-    nodes: Vec<Node>,
-    ports: Vec<Port>,
-    by_node_guid: HashMap<Guid, NodeIdx>,
-    by_port_guid: HashMap<Guid, PortIdx>,
+    // Shared between clones, copied in chunks where one changes: a repair changes a few
+    // ports of a fabric the SA's snapshot still holds.
+    nodes: CowVec<NodeIdx, Node>,
+    ports: CowVec<PortIdx, Port>,
+    by_node_guid: Arc<HashMap<Guid, NodeIdx>>,
+    by_port_guid: Arc<HashMap<Guid, PortIdx>>,
 }
 
 impl Fabric {
@@ -321,11 +325,11 @@ impl Fabric {
                 remote: None,
             });
             if exists && (p == 0 || !is_switch) && port_guid(p) != UNKNOWN_GUID {
-                self.by_port_guid
+                Arc::make_mut(&mut self.by_port_guid)
                     .insert(port_guid(p), PortIdx(first_port + p as u32));
             }
         }
-        self.by_node_guid.insert(spec.guid, idx);
+        Arc::make_mut(&mut self.by_node_guid).insert(spec.guid, idx);
         self.nodes.push(Node {
             kind: spec.kind,
             guid: spec.guid,
@@ -344,12 +348,12 @@ impl Fabric {
     /// Gives a CA or router port the GUID it reported (a port added with
     /// [`UNKNOWN_GUID`] is learned later, as discovery reaches it).
     pub fn set_port_guid(&mut self, p: PortIdx, g: Guid) -> Result<(), FabricError> {
-        let port = &self.ports[p.idx()];
+        let port = &self.ports[p];
         if port.guid == g {
             return Ok(());
         }
         if g == UNKNOWN_GUID
-            || self.nodes[port.node.idx()].kind == NodeKind::Switch
+            || self.nodes[port.node].kind == NodeKind::Switch
             || self.by_port_guid.contains_key(&g)
             || self.by_node_guid.get(&g).is_some_and(|&n| n != port.node)
         {
@@ -357,10 +361,10 @@ impl Fabric {
         }
         let old = port.guid;
         if old != UNKNOWN_GUID {
-            self.by_port_guid.remove(&old);
+            Arc::make_mut(&mut self.by_port_guid).remove(&old);
         }
-        self.ports[p.idx()].guid = g;
-        self.by_port_guid.insert(g, p);
+        self.ports[p].guid = g;
+        Arc::make_mut(&mut self.by_port_guid).insert(g, p);
         Ok(())
     }
 
@@ -398,49 +402,51 @@ impl Fabric {
     fn laid_out(&self, order: &[NodeIdx]) -> (Fabric, NodeMap, PortMap) {
         let mut node_map = IdxVec::filled(OptIdx::NONE, self.nodes.len());
         let mut port_map = IdxVec::filled(OptIdx::NONE, self.ports.len());
-        let mut out = Fabric {
-            nodes: Vec::with_capacity(order.len()),
-            ports: Vec::with_capacity(self.ports.len()),
-            by_node_guid: HashMap::default(),
-            by_port_guid: HashMap::default(),
-        };
+        let mut nodes = Vec::with_capacity(order.len());
+        let mut ports: Vec<Port> = Vec::with_capacity(self.ports.len());
         for &old in order {
-            let n = &self.nodes[old.idx()];
-            let new = NodeIdx(out.nodes.len() as u32);
+            let n = &self.nodes[old];
+            let new = NodeIdx(nodes.len() as u32);
             node_map[old] = OptIdx::some(new);
-            let first = out.ports.len() as u32;
+            let first = ports.len() as u32;
             for k in 0..=u32::from(n.num_ports) {
                 port_map[PortIdx(n.first_port + k)] = OptIdx::some(PortIdx(first + k));
-                let mut port = self.ports[(n.first_port + k) as usize].clone();
+                let mut port = self.ports[PortIdx(n.first_port + k)].clone();
                 port.node = new;
-                out.ports.push(port);
+                ports.push(port);
             }
-            out.nodes.push(Node {
+            nodes.push(Node {
                 first_port: first,
                 ..n.clone()
             });
         }
-        for port in &mut out.ports {
+        for port in &mut ports {
             port.remote = port.remote.and_then(|r| port_map[r].get());
         }
-        out.by_node_guid = self
-            .by_node_guid
-            .iter()
-            .filter_map(|(g, n)| Some((*g, node_map[*n].get()?)))
-            .collect();
-        out.by_port_guid = self
-            .by_port_guid
-            .iter()
-            .filter_map(|(g, p)| Some((*g, port_map[*p].get()?)))
-            .collect();
+        let out = Fabric {
+            nodes: nodes.into_iter().collect(),
+            ports: ports.into_iter().collect(),
+            by_node_guid: Arc::new(
+                self.by_node_guid
+                    .iter()
+                    .filter_map(|(g, n)| Some((*g, node_map[*n].get()?)))
+                    .collect(),
+            ),
+            by_port_guid: Arc::new(
+                self.by_port_guid
+                    .iter()
+                    .filter_map(|(g, p)| Some((*g, port_map[*p].get()?)))
+                    .collect(),
+            ),
+        };
         (out, node_map, port_map)
     }
 
     /// Links two ports (both ends). The ports come up to INIT / LinkUp as real ports do.
     pub fn connect(&mut self, a: PortIdx, b: PortIdx) -> Result<(), FabricError> {
-        let (pa, pb) = (&self.ports[a.idx()], &self.ports[b.idx()]);
+        let (pa, pb) = (&self.ports[a], &self.ports[b]);
         for p in [pa, pb] {
-            let node = &self.nodes[p.node.idx()];
+            let node = &self.nodes[p.node];
             if p.num == 0 {
                 return Err(if node.kind == NodeKind::Switch {
                     FabricError::PortZeroLink(node.guid)
@@ -454,25 +460,25 @@ impl Fabric {
         }
         if a == b {
             return Err(FabricError::SelfLink {
-                node: self.nodes[pa.node.idx()].guid,
+                node: self.nodes[pa.node].guid,
                 port: pa.num,
             });
         }
         for (p, other) in [(pa, b), (pb, a)] {
             if let Some(r) = p.remote {
                 if r != other {
-                    let o = &self.ports[r.idx()];
+                    let o = &self.ports[r];
                     return Err(FabricError::PortInUse {
-                        node: self.nodes[p.node.idx()].guid,
+                        node: self.nodes[p.node].guid,
                         port: p.num,
-                        other: self.nodes[o.node.idx()].guid,
+                        other: self.nodes[o.node].guid,
                         other_port: o.num,
                     });
                 }
             }
         }
         for (x, y) in [(a, b), (b, a)] {
-            let p = &mut self.ports[x.idx()];
+            let p = &mut self.ports[x];
             p.remote = Some(y);
             p.state = PortState::Init;
             p.phys_state = PhysPortState::LinkUp;
@@ -482,10 +488,10 @@ impl Fabric {
 
     /// Removes the link at `a` (both ends go Down / Polling). Returns the former peer.
     pub fn disconnect(&mut self, a: PortIdx) -> Option<PortIdx> {
-        let b = self.ports[a.idx()].remote.take()?;
-        self.ports[b.idx()].remote = None;
+        let b = self.ports[a].remote.take()?;
+        self.ports[b].remote = None;
         for x in [a, b] {
-            let p = &mut self.ports[x.idx()];
+            let p = &mut self.ports[x];
             p.state = PortState::Down;
             p.phys_state = PhysPortState::Polling;
         }
@@ -493,38 +499,38 @@ impl Fabric {
     }
 
     /// All nodes, indexed by [`NodeIdx`].
-    pub fn nodes(&self) -> &[Node] {
+    pub fn nodes(&self) -> &CowVec<NodeIdx, Node> {
         &self.nodes
     }
 
     /// All port slots, indexed by [`PortIdx`] (including absent slot 0 of CAs).
-    pub fn ports(&self) -> &[Port] {
+    pub fn ports(&self) -> &CowVec<PortIdx, Port> {
         &self.ports
     }
 
     /// One node.
     pub fn node(&self, n: NodeIdx) -> &Node {
-        &self.nodes[n.idx()]
+        &self.nodes[n]
     }
 
     /// Mutable node.
     pub fn node_mut(&mut self, n: NodeIdx) -> &mut Node {
-        &mut self.nodes[n.idx()]
+        &mut self.nodes[n]
     }
 
     /// One port slot.
     pub fn port(&self, p: PortIdx) -> &Port {
-        &self.ports[p.idx()]
+        &self.ports[p]
     }
 
     /// Mutable port slot.
     pub fn port_mut(&mut self, p: PortIdx) -> &mut Port {
-        &mut self.ports[p.idx()]
+        &mut self.ports[p]
     }
 
     /// The slot of port `num` of node `n`, if the node has that port.
     pub fn port_of(&self, n: NodeIdx, num: u8) -> Option<PortIdx> {
-        let node = self.nodes.get(n.idx())?;
+        let node = self.nodes.get(n)?;
         if num > node.num_ports || (num == 0 && node.kind != NodeKind::Switch) {
             return None;
         }
@@ -533,7 +539,7 @@ impl Fabric {
 
     /// The existing ports of a node: 0..=N for switches, 1..=N otherwise.
     pub fn node_ports(&self, n: NodeIdx) -> impl Iterator<Item = PortIdx> + '_ {
-        let node = &self.nodes[n.idx()];
+        let node = &self.nodes[n];
         let start = if node.kind == NodeKind::Switch { 0 } else { 1 };
         (start..=node.num_ports as u32).map(move |p| PortIdx(node.first_port + p))
     }
@@ -550,15 +556,15 @@ impl Fabric {
 
     /// The node at the other end of a port's link and the remote port number.
     pub fn peer(&self, p: PortIdx) -> Option<(NodeIdx, u8)> {
-        let r = self.ports[p.idx()].remote?;
-        let rp = &self.ports[r.idx()];
+        let r = self.ports[p].remote?;
+        let rp = &self.ports[r];
         Some((rp.node, rp.num))
     }
 
     /// The port that carries a node's LID: port 0 of a switch, else the port itself.
     pub fn lid_port(&self, p: PortIdx) -> PortIdx {
-        let port = &self.ports[p.idx()];
-        let node = &self.nodes[port.node.idx()];
+        let port = &self.ports[p];
+        let node = &self.nodes[port.node];
         if node.kind == NodeKind::Switch {
             PortIdx(node.first_port)
         } else {
@@ -595,7 +601,7 @@ impl Fabric {
     /// Ports that carry a LID: switch port 0 and every CA / router port.
     pub fn end_ports(&self) -> impl Iterator<Item = PortIdx> + '_ {
         self.ports.iter().enumerate().filter_map(|(i, p)| {
-            let kind = self.nodes[p.node.idx()].kind;
+            let kind = self.nodes[p.node].kind;
             let carries = p.exists && (kind != NodeKind::Switch || p.num == 0);
             carries.then_some(PortIdx(i as u32))
         })
@@ -604,7 +610,7 @@ impl Fabric {
     /// Counts for reports.
     pub fn counts(&self) -> Counts {
         let mut c = Counts::default();
-        for n in &self.nodes {
+        for n in self.nodes.iter() {
             match n.kind {
                 NodeKind::Switch => c.switches += 1,
                 NodeKind::Ca => c.cas += 1,
@@ -737,7 +743,7 @@ mod tests {
         f.connect(p(&f, h, 1), p(&f, s2, 2)).unwrap();
         f.connect(p(&f, s1, 3), p(&f, s2, 4)).unwrap();
         let (g, nodes, ports) = f.reordered(&[h, s2, s1]);
-        assert_eq!(g.nodes()[0].guid, Guid(0x10_0000));
+        assert_eq!(g.nodes()[NodeIdx(0)].guid, Guid(0x10_0000));
         assert_eq!(nodes[s1], NodeIdx(2));
         assert_eq!(g.peer(ports[p(&f, h, 1)]), Some((NodeIdx(1), 2)));
         assert_eq!(g.peer(ports[p(&f, s1, 3)]), Some((NodeIdx(1), 4)));

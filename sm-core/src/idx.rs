@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// A dense index: a `u32` newtype.
 pub trait Idx: Copy + Eq + Ord + fmt::Debug {
@@ -194,8 +195,12 @@ const COW_CHUNK: usize = 256;
 /// behind `Arc`s, a clone copies only the chunk pointers, and a change copies only the
 /// chunk it falls in while another clone holds it. For models a snapshot holds while the
 /// live copy changes in a few places.
+///
+/// Full chunks are `Arc<[T]>` (one pointer hop to an element, as close to a `Vec` as
+/// sharing allows); the last, growing one is a `Vec`.
 pub struct CowVec<I, T> {
-    chunks: Vec<std::sync::Arc<Vec<T>>>,
+    full: Vec<Arc<[T]>>,
+    tail: Arc<Vec<T>>,
     len: usize,
     _idx: PhantomData<fn(I)>,
 }
@@ -203,7 +208,8 @@ pub struct CowVec<I, T> {
 impl<I, T> Clone for CowVec<I, T> {
     fn clone(&self) -> Self {
         CowVec {
-            chunks: self.chunks.clone(),
+            full: self.full.clone(),
+            tail: Arc::clone(&self.tail),
             len: self.len,
             _idx: PhantomData,
         }
@@ -213,7 +219,8 @@ impl<I, T> Clone for CowVec<I, T> {
 impl<I: Idx, T: Clone> CowVec<I, T> {
     pub fn new() -> Self {
         CowVec {
-            chunks: Vec::new(),
+            full: Vec::new(),
+            tail: Arc::new(Vec::new()),
             len: 0,
             _idx: PhantomData,
         }
@@ -235,34 +242,43 @@ impl<I: Idx, T: Clone> CowVec<I, T> {
     /// Appends and returns the new element's index.
     pub fn push(&mut self, v: T) -> I {
         let i = I::from_u32(self.len as u32);
-        match self.chunks.last_mut() {
-            Some(c) if c.len() < COW_CHUNK => std::sync::Arc::make_mut(c).push(v),
-            _ => {
-                let mut c = Vec::with_capacity(COW_CHUNK);
-                c.push(v);
-                self.chunks.push(std::sync::Arc::new(c));
-            }
-        }
+        Arc::make_mut(&mut self.tail).push(v);
         self.len += 1;
+        if self.tail.len() == COW_CHUNK {
+            let tail = std::mem::replace(&mut self.tail, Arc::new(Vec::new()));
+            let items = Arc::try_unwrap(tail).unwrap_or_else(|shared| (*shared).clone());
+            self.full.push(Arc::from(items));
+        }
         i
     }
 
     #[inline]
     pub fn get(&self, i: I) -> Option<&T> {
         let i = i.index();
-        self.chunks.get(i / COW_CHUNK)?.get(i % COW_CHUNK)
+        match self.full.get(i / COW_CHUNK) {
+            Some(c) => c.get(i % COW_CHUNK),
+            None if i / COW_CHUNK == self.full.len() => self.tail.get(i % COW_CHUNK),
+            None => None,
+        }
     }
 
     /// The element, its chunk copied first if a clone shares it.
     #[inline]
     pub fn get_mut(&mut self, i: I) -> Option<&mut T> {
         let i = i.index();
-        let c = self.chunks.get_mut(i / COW_CHUNK)?;
-        std::sync::Arc::make_mut(c).get_mut(i % COW_CHUNK)
+        let full = self.full.len();
+        match self.full.get_mut(i / COW_CHUNK) {
+            Some(c) => Arc::make_mut(c).get_mut(i % COW_CHUNK),
+            None if i / COW_CHUNK == full => Arc::make_mut(&mut self.tail).get_mut(i % COW_CHUNK),
+            None => None,
+        }
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
-        self.chunks.iter().flat_map(|c| c.iter())
+        self.full
+            .iter()
+            .flat_map(|c| c.iter())
+            .chain(self.tail.iter())
     }
 
     /// Elements with their indices.
@@ -303,7 +319,10 @@ impl<I: Idx, T: Clone> std::ops::Index<I> for CowVec<I, T> {
     #[inline]
     fn index(&self, i: I) -> &T {
         let i = i.index();
-        &self.chunks[i / COW_CHUNK][i % COW_CHUNK]
+        match self.full.get(i / COW_CHUNK) {
+            Some(c) => &c[i % COW_CHUNK],
+            None => &self.tail[i - self.full.len() * COW_CHUNK],
+        }
     }
 }
 
@@ -311,14 +330,49 @@ impl<I: Idx, T: Clone> std::ops::IndexMut<I> for CowVec<I, T> {
     #[inline]
     fn index_mut(&mut self, i: I) -> &mut T {
         let i = i.index();
-        &mut std::sync::Arc::make_mut(&mut self.chunks[i / COW_CHUNK])[i % COW_CHUNK]
+        let base = self.full.len() * COW_CHUNK;
+        match self.full.get_mut(i / COW_CHUNK) {
+            Some(c) => &mut Arc::make_mut(c)[i % COW_CHUNK],
+            None => &mut Arc::make_mut(&mut self.tail)[i - base],
+        }
+    }
+}
+
+impl<I, T: PartialEq> PartialEq for CowVec<I, T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self
+                .full
+                .iter()
+                .zip(&other.full)
+                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+            && (Arc::ptr_eq(&self.tail, &other.tail) || self.tail == other.tail)
+    }
+}
+
+impl<I, T: Eq> Eq for CowVec<I, T> {}
+
+impl<'a, I: Idx, T: Clone> IntoIterator for &'a CowVec<I, T> {
+    type Item = &'a T;
+    type IntoIter = std::iter::Chain<
+        std::iter::FlatMap<
+            std::slice::Iter<'a, Arc<[T]>>,
+            std::slice::Iter<'a, T>,
+            fn(&'a Arc<[T]>) -> std::slice::Iter<'a, T>,
+        >,
+        std::slice::Iter<'a, T>,
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        let f: fn(&'a Arc<[T]>) -> std::slice::Iter<'a, T> = |c| c.iter();
+        self.full.iter().flat_map(f).chain(self.tail.iter())
     }
 }
 
 impl<I, T: fmt::Debug> fmt::Debug for CowVec<I, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_list()
-            .entries(self.chunks.iter().flat_map(|c| c.iter()))
+            .entries(self.full.iter().flat_map(|c| c.iter()))
+            .entries(self.tail.iter())
             .finish()
     }
 }
@@ -415,10 +469,23 @@ mod tests {
         assert!(v.iter().copied().eq(0..n as u32));
         assert_eq!(w[T(COW_CHUNK as u32 + 1)], 99);
         assert_eq!(w[T(n as u32 - 1)], 98);
-        let shared: Vec<bool> = (0..4)
-            .map(|c| std::sync::Arc::ptr_eq(&v.chunks[c], &w.chunks[c]))
+        let mut shared: Vec<bool> = (0..3)
+            .map(|c| Arc::ptr_eq(&v.full[c], &w.full[c]))
             .collect();
+        shared.push(Arc::ptr_eq(&v.tail, &w.tail));
         assert_eq!(shared, [true, false, true, false]);
+        // Growing past a chunk's end keeps indices and the clone apart.
+        let mut g = w.clone();
+        for k in 0..COW_CHUNK as u32 {
+            g.push(1000 + k);
+        }
+        assert_eq!(g.len(), n + COW_CHUNK);
+        assert_eq!(g[T(n as u32)], 1000);
+        assert_eq!(g.get(T((n + COW_CHUNK) as u32)), None);
+        assert_eq!(w.len(), n);
+        assert_eq!(g.iter().count(), n + COW_CHUNK);
+        assert_ne!(g, w);
+        assert_eq!(w.clone(), w);
         assert_eq!(
             w.iter_enumerated().nth(COW_CHUNK + 1),
             Some((T(COW_CHUNK as u32 + 1), &99))

@@ -6,6 +6,7 @@ pub mod dump;
 pub mod fabric;
 pub mod generate;
 pub mod idx;
+pub mod lft;
 pub mod lid;
 pub mod mcast;
 pub mod mkey;

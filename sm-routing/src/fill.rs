@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use sm_core::idx::{IdxVec, OptIdx};
+use sm_core::lft::LftTable;
 use sm_mad::Lid;
 
 use crate::routes::{Routes, SwitchAr};
@@ -188,7 +189,7 @@ fn fill_switch<P: Policy>(
     table: &mut [u8],
     mut ar: Option<&mut SwitchAr>,
     lid_len: usize,
-    prev: Option<&[u8]>,
+    prev: Option<&LftTable>,
     sc: &mut Scratch,
 ) {
     let n = topo.num_switches();
@@ -228,10 +229,10 @@ fn fill_switch<P: Policy>(
             // The port the switch already uses, if it is still a legal choice.
             let kept = prev
                 .and_then(|t| t.get(job.lid.0 as usize))
-                .map(|&p| port_adj[p as usize] as usize)
+                .map(|p| port_adj[p as usize] as usize)
                 .filter(|&i| {
                     i < adj.len()
-                        && prev.and_then(|t| t.get(job.lid.0 as usize)) == Some(&adj[i].port)
+                        && prev.and_then(|t| t.get(job.lid.0 as usize)) == Some(adj[i].port)
                         && mask.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
                 });
             let pick = match (kept, single(mask)) {

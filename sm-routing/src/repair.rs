@@ -37,6 +37,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use sm_core::dump::NO_ROUTE;
 use sm_core::fabric::{NodeKind, PortIdx};
 use sm_core::idx::OptIdx;
+use sm_core::lft::LftRead;
 use sm_mad::{Guid, Lid};
 
 use crate::routes::{Dir, Rule};
@@ -167,7 +168,7 @@ fn key_of(b: Option<Lab>) -> (u8, bool) {
 
 /// Repairs `tables` (index = switch in `topo`, each indexed by LID) for `damage`; `topo` is
 /// the fabric as it is now. Returns the entries to change.
-pub fn repair<T: AsRef<[u8]>>(
+pub fn repair<T: LftRead>(
     topo: &Topo<'_>,
     rule: &Rule,
     tables: &[T],
@@ -191,7 +192,7 @@ pub fn repair<T: AsRef<[u8]>>(
         if topo.adj(d.switch).is_empty() {
             continue;
         }
-        for (lid, &e) in tables[d.switch.idx()].as_ref().iter().enumerate() {
+        for (lid, e) in tables[d.switch.idx()].entries().enumerate() {
             if e == d.port {
                 seeds.entry(lid as u16).or_default().push(d.switch);
             }
@@ -305,7 +306,7 @@ struct Repairer<'t, 'f, T> {
     unrouted: u64,
 }
 
-impl<'t, 'f, T: AsRef<[u8]>> Repairer<'t, 'f, T> {
+impl<'t, 'f, T: LftRead> Repairer<'t, 'f, T> {
     fn new(topo: &'t Topo<'f>, rule: &'t Rule, tables: &'t [T]) -> Self {
         let n = topo.num_switches();
         let mut off = Vec::with_capacity(n + 1);
@@ -398,9 +399,7 @@ impl<'t, 'f, T: AsRef<[u8]>> Repairer<'t, 'f, T> {
     /// The entry as the tables hold it.
     fn base(&self, s: SwIdx) -> u8 {
         self.tables[s.idx()]
-            .as_ref()
-            .get(usize::from(self.lid.0))
-            .copied()
+            .entry(usize::from(self.lid.0))
             .unwrap_or(NO_ROUTE)
     }
 

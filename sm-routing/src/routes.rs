@@ -3,6 +3,7 @@
 //! module and nothing above it; [`crate::chain`] picks an engine by name.
 
 use sm_core::dump::{Lfts, NO_ROUTE, SwitchLft};
+use sm_core::lft::LftTable;
 use sm_mad::{Guid, Lid};
 
 use crate::topo::{SwIdx, Topo};
@@ -27,7 +28,7 @@ pub struct Options {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PreviousTables {
     by_guid: std::collections::HashMap<Guid, usize>,
-    tables: Vec<std::sync::Arc<[u8]>>,
+    tables: Vec<LftTable>,
 }
 
 impl PreviousTables {
@@ -43,13 +44,13 @@ impl PreviousTables {
             tables: lfts
                 .switches
                 .iter()
-                .map(|t| std::sync::Arc::from(&t.ports[..]))
+                .map(|t| LftTable::from_slice(&t.ports))
                 .collect(),
         }
     }
 
     /// From tables an SM keeps (shared, not copied): `guids[i]` holds `tables[i]`.
-    pub fn from_tables(guids: Vec<Guid>, tables: Vec<std::sync::Arc<[u8]>>) -> PreviousTables {
+    pub fn from_tables(guids: Vec<Guid>, tables: Vec<LftTable>) -> PreviousTables {
         PreviousTables {
             by_guid: guids.into_iter().enumerate().map(|(i, g)| (g, i)).collect(),
             tables,
@@ -57,9 +58,9 @@ impl PreviousTables {
     }
 
     /// The table of one switch.
-    pub fn get(&self, guid: Guid) -> Option<&[u8]> {
+    pub fn get(&self, guid: Guid) -> Option<&LftTable> {
         let i = *self.by_guid.get(&guid)?;
-        self.tables.get(i).map(|t| &t[..])
+        self.tables.get(i)
     }
 }
 

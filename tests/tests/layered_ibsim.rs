@@ -50,8 +50,8 @@ fn a_dragonfly_under_ibsim_gets_its_sls_in_path_records_and_sl2vl_tables() {
         .map(String::from)
         .collect();
     let sim = Ibsim::start(dir, "fabric.net", &flags, false);
-    let host = fabric.nodes()[0].description.clone();
-    assert_eq!(fabric.nodes()[0].kind, NodeKind::Ca);
+    let host = fabric.node(sm_core::NodeIdx(0)).description.clone();
+    assert_eq!(fabric.node(sm_core::NodeIdx(0)).kind, NodeKind::Ca);
     let log_path = dir.join("sm.log");
     let log = std::fs::File::create(&log_path).unwrap();
     let mut c = sim.ibsm(

@@ -70,7 +70,7 @@ fn generated(name: &'static str, spec: GenSpec, max_pairs: usize, max_ports: usi
     let mut text = Vec::new();
     write_ibnetdiscover(&fabric, &WriteOptions::default(), &mut text).unwrap();
     // The generator puts CAs first: with no SIM_HOST the SM runs on host 0.
-    let first = &fabric.nodes()[0];
+    let first = fabric.node(sm_core::NodeIdx(0));
     assert_eq!(first.kind, NodeKind::Ca);
     let tree = matches!(
         spec,

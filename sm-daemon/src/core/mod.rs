@@ -1482,7 +1482,9 @@ impl Sm {
             return self.finish(now);
         }
         let unsettled = match (pg.stage, &self.model, &self.plan) {
-            (Stage::Active, Some(m), Some(plan)) => program::unsettled(m, plan),
+            (Stage::Active, Some(m), Some(plan)) => {
+                program::unsettled(m, plan, pg.scope.as_ref().map(|s| &s.ports[..]))
+            }
             _ => Vec::new(),
         };
         let (stage, passes_left) = (pg.stage, pg.passes_left());

@@ -12,6 +12,7 @@ use std::time::Duration;
 use sm_core::dump::{Lfts, SwitchLft};
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::idx::{CowVec, IdxVec, OptIdx};
+use sm_core::lft::LftTable;
 use sm_core::lid::{LidError, LidStore};
 use sm_core::partitions::{PKeyTables, pkey_tables_with};
 use sm_core::qos::{self, PortKind};
@@ -51,7 +52,7 @@ pub struct Plan {
     pub fabric: Fabric,
     /// Forwarding tables of the switches (index = LID), in the routing snapshot's order;
     /// shared per switch, so a repair that changes a few switches copies only theirs.
-    pub lfts: Vec<Arc<[u8]>>,
+    pub lfts: Vec<LftTable>,
     /// The engine that made them.
     pub engine: &'static str,
     /// The rule their paths follow (repairs keep to it).
@@ -61,7 +62,8 @@ pub struct Plan {
     pub sl: Option<Arc<PathSl>>,
     /// Entries repairs moved since the tables were computed whole, with the port each had
     /// then: they go back when their path works again.
-    pub displaced: Arc<std::collections::BTreeMap<(NodeIdx, u16), u8>>,
+    /// Sorted by (switch, LID).
+    pub displaced: Arc<Vec<((NodeIdx, u16), u8)>>,
     /// The switch behind each routing table (`lfts[i]` is `switches[i]`'s).
     pub switches: Vec<NodeIdx>,
     /// A node's routing table, if it is a switch.
@@ -88,15 +90,18 @@ pub struct Plan {
 
 impl Plan {
     /// The forwarding table a switch should hold, index = LID.
-    pub fn lft(&self, n: NodeIdx) -> Option<&[u8]> {
+    pub fn lft(&self, n: NodeIdx) -> Option<&LftTable> {
         let s = self.sw_of.get(n)?.get()?;
-        self.lfts.get(s.idx()).map(|t| &t[..])
+        self.lfts.get(s.idx())
     }
 
     /// Block `b` of switch `n`'s table (entries past the table's end unrouted).
     pub fn lft_block(&self, n: NodeIdx, b: usize) -> Option<[u8; lft::ENTRIES]> {
         let t = self.lft(n)?;
-        let chunk = t.get(b * lft::ENTRIES..)?;
+        if b * lft::ENTRIES > t.len() {
+            return None;
+        }
+        let chunk = t.run(b * lft::ENTRIES, lft::ENTRIES);
         let mut block = [lft::NO_ROUTE.0; lft::ENTRIES];
         let len = chunk.len().min(lft::ENTRIES);
         block[..len].copy_from_slice(&chunk[..len]);
@@ -127,7 +132,7 @@ impl Plan {
             .max()
             .unwrap_or(0) as u16);
         Plan {
-            lfts: lft.into_iter().map(Arc::from).collect(),
+            lfts: lft.into_iter().map(LftTable::from).collect(),
             engine: "external",
             rule: sm_routing::Rule::Shortest,
             sl: None,
@@ -227,7 +232,7 @@ pub fn plan(
         rule: routed.routes.rule,
         sl: routed.routes.sl,
         displaced: Arc::default(),
-        lfts: routed.routes.lft.into_iter().map(Arc::from).collect(),
+        lfts: routed.routes.lft.into_iter().map(LftTable::from).collect(),
         switches: routed.switches,
         sw_of: routed.sw_of,
         max_lid: routed.max_lid,
@@ -532,7 +537,7 @@ pub(super) fn repair(
             damage.restore = prev
                 .displaced
                 .iter()
-                .filter_map(|(&(n, lid), &port)| Some((topo.sw_of(n)?, Lid(lid), port)))
+                .filter_map(|&((n, lid), port)| Some((topo.sw_of(n)?, Lid(lid), port)))
                 .collect();
         }
         sm_routing::repair::repair(&topo, &prev.rule, &prev.lfts, &damage)
@@ -548,46 +553,24 @@ pub(super) fn repair(
         _ => Duration::ZERO,
     };
     let mut lfts = prev.lfts.clone();
-    let mut displaced = (*prev.displaced).clone();
-    let mut moved = Vec::with_capacity(out.moved.len());
-    let mut by_switch: std::collections::BTreeMap<u32, Vec<&sm_routing::repair::Move>> =
-        Default::default();
-    for m in &out.moved {
-        by_switch.entry(m.switch.0).or_default().push(m);
+    let mut ms: Vec<&sm_routing::repair::Move> = out
+        .moved
+        .iter()
+        .filter(|m| m.switch.idx() < lfts.len())
+        .collect();
+    ms.sort_unstable_by_key(|m| (m.switch, m.lid));
+    let mut moved = Vec::with_capacity(ms.len());
+    for m in ms {
+        // Only the chunk written is copied from the table the snapshot shares.
+        lfts[m.switch.idx()].set(usize::from(m.lid.0), m.new, lft::NO_ROUTE.0);
+        moved.push(Moved {
+            switch: switches[m.switch.idx()],
+            lid: m.lid,
+            old: m.old,
+            new: m.new,
+        });
     }
-    for (s, ms) in by_switch {
-        let Some(table) = lfts.get_mut(s as usize) else {
-            continue;
-        };
-        if ms.iter().any(|m| usize::from(m.lid.0) >= table.len()) {
-            let top = ms.iter().map(|m| usize::from(m.lid.0)).max().unwrap_or(0);
-            let mut t = table.to_vec();
-            t.resize(top + 1, lft::NO_ROUTE.0);
-            *table = Arc::from(t);
-        }
-        // One copy of the shared table, changed in place.
-        let t = Arc::make_mut(table);
-        let node = switches[s as usize];
-        for m in ms {
-            t[usize::from(m.lid.0)] = m.new;
-            let key = (node, m.lid.0);
-            match displaced.get(&key) {
-                Some(&orig) if orig == m.new => {
-                    displaced.remove(&key);
-                }
-                Some(_) => {}
-                None => {
-                    displaced.insert(key, m.old);
-                }
-            }
-            moved.push(Moved {
-                switch: node,
-                lid: m.lid,
-                old: m.old,
-                new: m.new,
-            });
-        }
-    }
+    let displaced = displace(&prev.displaced, &moved);
     let settings = settings_for(prev, d, &fabric, ports, p);
     let plan = Plan {
         lfts,
@@ -619,6 +602,37 @@ pub(super) fn repair(
             full_reroute: None,
         },
     ))
+}
+
+/// The entries displaced after `moved` (sorted like `prev`): an entry moving for the first
+/// time remembers its old port; one moving back to the port it had is no longer displaced.
+fn displace(prev: &[((NodeIdx, u16), u8)], moved: &[Moved]) -> Vec<((NodeIdx, u16), u8)> {
+    let mut ups: Vec<&Moved> = moved.iter().collect();
+    ups.sort_unstable_by_key(|m| (m.switch, m.lid));
+    let mut out = Vec::with_capacity(prev.len() + ups.len());
+    let mut ups = ups.into_iter().peekable();
+    let mut prev = prev.iter().peekable();
+    loop {
+        let key_up = ups.peek().map(|m| (m.switch, m.lid.0));
+        let key_prev = prev.peek().map(|e| e.0);
+        match (key_prev, key_up) {
+            (None, None) => break,
+            (Some(kp), Some(ku)) if kp == ku => {
+                if let (Some(&(k, orig)), Some(m)) = (prev.next(), ups.next()) {
+                    if m.new != orig {
+                        out.push((k, orig));
+                    }
+                }
+            }
+            (Some(kp), ku) if ku.is_none_or(|ku| kp < ku) => out.extend(prev.next().copied()),
+            _ => {
+                if let Some(m) = ups.next() {
+                    out.push(((m.switch, m.lid.0), m.old));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Every LID of end port `q`.
@@ -672,7 +686,7 @@ fn rerouted(
         let node = routed.switches[i];
         if let Some(old) = prev.lft(node) {
             for (l, e) in table.iter_mut().enumerate() {
-                let was = old.get(l).copied().unwrap_or(lft::NO_ROUTE.0);
+                let was = old.get(l).unwrap_or(lft::NO_ROUTE.0);
                 // Nothing reaches a LID with no path either way: no Set for it.
                 if *e == lft::NO_ROUTE.0 && was != lft::NO_ROUTE.0 {
                     *e = was;
@@ -686,15 +700,12 @@ fn rerouted(
                     });
                 }
             }
-            if old == &table[..] {
-                let s = prev.sw_of[node].get();
-                if let Some(shared) = s.and_then(|s| prev.lfts.get(s.idx())) {
-                    lfts.push(Arc::clone(shared));
-                    continue;
-                }
+            if old.eq_slice(&table) {
+                lfts.push(old.clone());
+                continue;
             }
         }
-        lfts.push(Arc::from(table));
+        lfts.push(LftTable::from(table));
     }
     moved.sort_by_key(|m| (m.lid, m.switch));
     let mut settings = settings_for(prev, d, &fabric, ports, p);
@@ -980,8 +991,8 @@ mod tests {
             let lft = plan.lft(n).expect("a switch has a table");
             for &lid in &seen {
                 assert_ne!(
-                    lft[lid.0 as usize],
-                    lft::NO_ROUTE.0,
+                    lft.get(lid.0 as usize),
+                    Some(lft::NO_ROUTE.0),
                     "{} routes {lid}",
                     f.node(n).guid
                 );

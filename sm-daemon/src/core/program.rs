@@ -16,6 +16,7 @@
 //! What is still unanswered after the last pass is reported as missing.
 
 use sm_core::fabric::{NodeIdx, PortIdx};
+use sm_core::idx::IdxVec;
 use sm_mad::port_info::{self, PhysPortState, PortState};
 use sm_mad::{Guid, Lid, MadStatus, attr, lft, smp, switch_info};
 
@@ -526,10 +527,17 @@ pub(super) fn lost(m: &Discovered, w: &Work) -> Option<Missing> {
 
 /// Ports that answer and do not hold what the plan says: settings not in place, or a
 /// linked port (its neighbour known) not ACTIVE.
-pub(super) fn unsettled(m: &Discovered, plan: &Plan) -> Vec<Missing> {
+/// A repair looks only at the ports it programmed (`only`): the others did not change.
+pub(super) fn unsettled(m: &Discovered, plan: &Plan, only: Option<&[PortIdx]>) -> Vec<Missing> {
     let mut out = Vec::new();
-    for (q, facts) in m.ports.iter_enumerated() {
-        let Some(cur) = &facts.info else { continue };
+    let ports: Box<dyn Iterator<Item = PortIdx>> = match only {
+        Some(qs) => Box::new(qs.iter().copied()),
+        None => Box::new(m.ports.indices()),
+    };
+    for q in ports {
+        let Some(cur) = m.ports.get(q).and_then(|f| f.info.as_ref()) else {
+            continue;
+        };
         let p = m.fabric.port(q);
         let guid = m.fabric.node(p.node).guid;
         let mut not = |what: String| {
@@ -777,69 +785,92 @@ pub(super) fn phases(
     new: &Plan,
     moved: &[super::plan::Moved],
 ) -> (Vec<Vec<LftSet>>, Vec<(NodeIdx, u16)>) {
-    use std::collections::BTreeMap;
     let f = &new.fabric;
-    // Hops from `s` to the switch that delivers `lid`, along the new tables.
-    let depth = |s: NodeIdx, lid: Lid| -> u32 {
-        let mut at = s;
-        for hops in 1..=64 {
-            let Some(&e) = new.lft(at).and_then(|t| t.get(usize::from(lid.0))) else {
-                return hops;
-            };
-            let next = f
-                .port_of(at, e)
-                .and_then(|q| f.port(q).remote)
-                .map(|r| f.port(r).node)
-                .filter(|&t| f.node(t).kind == sm_core::fabric::NodeKind::Switch);
-            match next {
-                Some(t) if e != 0 => at = t,
-                _ => return hops,
-            }
+    // The next switch from `at` towards `lid` along the new tables, if any.
+    let next = |at: NodeIdx, lid: Lid| -> Option<NodeIdx> {
+        let e = new.lft(at)?.get(usize::from(lid.0))?;
+        if e == 0 {
+            return None;
         }
-        64
+        f.port_of(at, e)
+            .and_then(|q| f.port(q).remote)
+            .map(|r| f.port(r).node)
+            .filter(|&t| f.node(t).kind == sm_core::fabric::NodeKind::Switch)
     };
-    /// One moved entry of a block: its slot, its switch's depth, its new port.
+    /// One moved entry: its block, its slot, its switch's depth, its new port.
     struct Entry {
-        slot: usize,
+        node: NodeIdx,
+        block: u16,
+        slot: u8,
         depth: u32,
         port: u8,
     }
-    let mut by_block: BTreeMap<(NodeIdx, u16), Vec<Entry>> = BTreeMap::new();
-    for m in moved {
-        let block = m.lid.0 / lft::ENTRIES as u16;
-        by_block.entry((m.switch, block)).or_default().push(Entry {
-            slot: usize::from(m.lid.0) % lft::ENTRIES,
-            depth: depth(m.switch, m.lid),
+    // Hops from each moved entry's switch to the switch that delivers its LID, along the
+    // new tables; the paths of one LID share their tails, so each LID's depths are
+    // remembered while its entries are walked.
+    let mut order: Vec<usize> = (0..moved.len()).collect();
+    order.sort_unstable_by_key(|&i| (moved[i].lid, moved[i].switch));
+    // Depth per node, valid where its stamp is the current LID's.
+    let mut memo: IdxVec<NodeIdx, (u32, u32)> = IdxVec::filled((u32::MAX, 0), f.nodes().len());
+    let mut path = Vec::new();
+    let mut entries = Vec::with_capacity(moved.len());
+    for i in order {
+        let m = &moved[i];
+        let stamp = u32::from(m.lid.0);
+        path.clear();
+        let mut at = m.switch;
+        // Depth of the first remembered switch reached, or of the path's end.
+        let mut base = loop {
+            match memo.get(at) {
+                Some(&(st, d)) if st == stamp => break d,
+                None => break 0,
+                _ => {}
+            }
+            path.push(at);
+            if path.len() >= 64 {
+                break 0;
+            }
+            match next(at, m.lid) {
+                Some(t) => at = t,
+                None => break 0,
+            }
+        };
+        for &s in path.iter().rev() {
+            base = (base + 1).min(64);
+            memo[s] = (stamp, base);
+        }
+        entries.push(Entry {
+            node: m.switch,
+            block: m.lid.0 / lft::ENTRIES as u16,
+            slot: (usize::from(m.lid.0) % lft::ENTRIES) as u8,
+            depth: memo.get(m.switch).map_or(1, |&(_, d)| d),
             port: m.new,
         });
     }
-    let mut depths: Vec<u32> = by_block
-        .values()
-        .flat_map(|v| v.iter().map(|e| e.depth))
-        .collect();
+    entries.sort_unstable_by_key(|e| (e.node, e.block, e.depth));
+    let mut depths: Vec<u32> = entries.iter().map(|e| e.depth).collect();
     depths.sort_unstable();
     depths.dedup();
     let mut phases: Vec<Vec<LftSet>> = vec![Vec::new(); depths.len()];
-    let mut touched = Vec::with_capacity(by_block.len());
-    for (&(node, block), entries) in &by_block {
-        touched.push((node, block));
+    let mut touched = Vec::new();
+    for block in entries.chunk_by(|a, b| (a.node, a.block) == (b.node, b.block)) {
+        let (node, b) = (block[0].node, block[0].block);
+        touched.push((node, b));
         let mut data = old
-            .lft_block(node, usize::from(block))
+            .lft_block(node, usize::from(b))
             .unwrap_or([lft::NO_ROUTE.0; lft::ENTRIES]);
-        let mut mine: Vec<u32> = entries.iter().map(|e| e.depth).collect();
-        mine.sort_unstable();
-        mine.dedup();
-        let last = mine.last().copied();
-        for d in mine {
-            for e in entries.iter().filter(|e| e.depth == d) {
-                data[e.slot] = e.port;
+        let last = block[block.len() - 1].depth;
+        for same in block.chunk_by(|a, b| a.depth == b.depth) {
+            for e in same {
+                data[usize::from(e.slot)] = e.port;
             }
+            let d = same[0].depth;
             let k = depths.binary_search(&d).unwrap_or(0);
             phases[k].push(LftSet {
                 node,
-                block,
+                block: b,
                 data,
-                last: Some(d) == last,
+                last: d == last,
             });
         }
     }

@@ -180,7 +180,7 @@ impl Repair {
                 || plan
                     .lft(t)
                     .and_then(|l| l.get(sm_lid))
-                    .is_none_or(|&e| e == f.port(r).num)
+                    .is_none_or(|e| e == f.port(r).num)
         };
         let mut out = Vec::new();
         for &s in &self.trapped {

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use sm_core::dump::Lfts;
 use sm_core::fabric::{Fabric, Node, NodeIdx, NodeKind, PortIdx};
 use sm_core::idx::{IdxVec, OptIdx};
+use sm_core::lft::LftTable;
 use sm_core::partitions::PKeyTables;
 use sm_mad::link::Rate;
 use sm_mad::port_info::{self, Mtu, VlCap, link_width};
@@ -491,7 +492,6 @@ impl Db {
         self.plan
             .lft(n)
             .and_then(|t| t.get(dlid.0 as usize))
-            .copied()
             .unwrap_or(lft::NO_ROUTE.0)
     }
 
@@ -501,8 +501,9 @@ impl Db {
     }
 
     /// Switch node `n`'s whole LFT.
-    pub(crate) fn lft(&self, n: NodeIdx) -> &[u8] {
-        self.plan.lft(n).unwrap_or(&[])
+    pub(crate) fn lft(&self, n: NodeIdx) -> &LftTable {
+        static EMPTY: LftTable = LftTable::new();
+        self.plan.lft(n).unwrap_or(&EMPTY)
     }
 
     /// The P_Key table of a port, if one is known.

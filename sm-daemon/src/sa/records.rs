@@ -515,11 +515,7 @@ fn lft_records(db: &Db, q: &Query<'_>, out: &mut Out) -> HResult {
             }
             let mut t = lft::Repr::default();
             let start = b as usize * lft::ENTRIES;
-            for (slot, port) in t
-                .port_block
-                .iter_mut()
-                .zip(table.iter().skip(start).take(lft::ENTRIES))
-            {
+            for (slot, port) in t.port_block.iter_mut().zip(table.run(start, lft::ENTRIES)) {
                 *slot = PortNum(*port);
             }
             let rec = lft_record::Repr {
