@@ -499,6 +499,31 @@ impl<'t, 'f, T: LftRead> Repairer<'t, 'f, T> {
             return 0;
         }
         let starts: Vec<SwIdx> = live.iter().map(|&(s, _)| s).collect();
+        // A path through a returning entry keeps its switches up to the first of them, and
+        // labels only grow along a path: when no start's label gets worse (longer, or
+        // no longer all-down), no path through them does, and nobody upstream need be
+        // walked.
+        let was: Vec<Option<Lab>> = starts.iter().map(|&w| self.walk(w)).collect();
+        for &(s, p) in &live {
+            self.set(s, p);
+        }
+        self.memo_at += 1;
+        let no_worse = starts
+            .iter()
+            .zip(&was)
+            .all(|(&w, was)| match (self.walk(w), was) {
+                (None, _) => false,
+                (Some(a), Some(b)) => a.len <= b.len && (a.down || !b.down),
+                (Some(_), None) => true,
+            });
+        if no_worse {
+            return live.len() as u64;
+        }
+        for &(s, _) in &live {
+            let b = self.base(s);
+            self.set(s, b);
+        }
+        self.memo_at += 1;
         // Everyone whose path passes through a returning entry: the same switches before
         // and after (the entries leading to the first of them do not change).
         let upstream = self.closure(&starts);
