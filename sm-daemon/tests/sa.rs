@@ -1882,6 +1882,19 @@ fn multicast_trees_are_reprogrammed_after_a_link_fails() {
     .expect("a heavy sweep after the trap");
     fx.settle();
     assert_eq!(fx.mcast_reach(src, mlid), others);
+
+    // The link back: the trees that avoid it stay valid, and the repair leaves them.
+    fx.d.sim.link_up(sw_link);
+    let back =
+        fx.d.run_until(60_000_000_000, |e| matches!(e, Event::SweepDone(_)))
+            .expect("a repair after the link came back");
+    let Event::SweepDone(r) = back else {
+        unreachable!()
+    };
+    assert!(r.subnet_up && !r.heavy, "{r:?}");
+    assert_eq!(r.mcast_sets, 0, "trees kept: {r:?}");
+    fx.settle();
+    assert_eq!(fx.mcast_reach(src, mlid), others);
 }
 
 #[test]

@@ -1504,6 +1504,7 @@ impl Sm {
         }
         let stage = next.stage;
         let heavy = next.scope.is_none();
+        let trees = next.scope.as_ref().is_none_or(|s| s.mcast_trees);
         self.phase = Phase::Program(next);
         if stage == Stage::Mcast {
             // A repair hands the SA its snapshot when done: building it is not part of
@@ -1515,7 +1516,7 @@ impl Sm {
             if let (Some(m), true) = (&self.model, heavy) {
                 self.mcast.remember_tops(m);
             }
-            self.sync_mcast(now, true);
+            self.sync_mcast(now, trees);
         }
     }
 
@@ -2207,12 +2208,21 @@ impl Sm {
             .collect();
         switches.sort();
         switches.dedup();
+        let mcast_trees = !reached.back.is_empty()
+            || !reset.is_empty()
+            || changes.iter().any(|c| match *c {
+                repair::LinkChange::Down(..) => true,
+                repair::LinkChange::Up(a, b) => {
+                    [a, b].iter().any(|&q| !m.is_switch(m.fabric.port(q).node))
+                }
+            });
         let scope = program::Scope {
             ports,
             switches,
             whole: reset,
             phases,
             touched,
+            mcast_trees,
         };
         self.plan = Some(Arc::new(new));
         self.phase = Phase::Program(Programming::repair(scope));

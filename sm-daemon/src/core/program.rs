@@ -83,6 +83,9 @@ pub(super) struct Scope {
     pub(super) phases: Vec<Vec<LftSet>>,
     /// Every block the phases touch (a later pass sends those still not held).
     pub(super) touched: Vec<(NodeIdx, u16)>,
+    /// The multicast trees are computed again: a link they may use went down, or nodes
+    /// came back. Links between switches coming back leave the trees valid as they are.
+    pub(super) mcast_trees: bool,
 }
 
 /// A programming round and how far its cursor got.

@@ -271,7 +271,8 @@ impl Repair {
                 self.paths.insert(n, path);
                 let key = dest::node(ni.node_guid);
                 if m.is_switch(n) {
-                    // Did it keep its state? Its LinearFDBTop says.
+                    // Did it keep its state? Its LinearFDBTop says. Its port's state is
+                    // what the move to ACTIVE starts from: both ends must be ARMED.
                     self.queue.push_back(get(
                         Purpose::RepairSwitchInfo { node: n },
                         attr::SWITCH_INFO,
@@ -279,6 +280,9 @@ impl Repair {
                         Target::Path(path),
                         key,
                     ));
+                    if let Some(q) = m.fabric.port_of(n, ni.local_port_num) {
+                        self.read_port(m, q, Target::Path(path), key);
+                    }
                 } else if let Some(q) = m.fabric.port_of(n, ni.local_port_num) {
                     // A host's port: its LID says whether it kept its state.
                     self.read_port(m, q, Target::Path(path), key);
