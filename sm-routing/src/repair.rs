@@ -503,52 +503,43 @@ impl<'t, 'f, T: LftRead> Repairer<'t, 'f, T> {
         // labels only grow along a path: when no start's label gets worse (longer, or
         // no longer all-down), no path through them does, and nobody upstream need be
         // walked.
-        let was: Vec<Option<Lab>> = starts.iter().map(|&w| self.walk(w)).collect();
-        for &(s, p) in &live {
+        if self.try_set(&live, &starts, true) {
+            return live.len() as u64;
+        }
+        // Everyone whose path passes through a returning entry: the same switches before
+        // and after (the entries leading to the first of them do not change).
+        let upstream = self.closure(&starts);
+        if self.try_set(&live, &upstream, false) {
+            return live.len() as u64;
+        }
+        0
+    }
+
+    /// Sets `live`, and keeps it if every switch of `who` still delivers by a path no
+    /// longer than before (and, with `keep_down`, still all-down where it was); else
+    /// takes it back.
+    fn try_set(&mut self, live: &[(SwIdx, u8)], who: &[SwIdx], keep_down: bool) -> bool {
+        let was: Vec<Option<Lab>> = who.iter().map(|&w| self.walk(w)).collect();
+        for &(s, p) in live {
             self.set(s, p);
         }
         self.memo_at += 1;
-        let no_worse = starts
+        let ok = who
             .iter()
             .zip(&was)
             .all(|(&w, was)| match (self.walk(w), was) {
                 (None, _) => false,
-                (Some(a), Some(b)) => a.len <= b.len && (a.down || !b.down),
+                (Some(a), Some(b)) => a.len <= b.len && (!keep_down || a.down || !b.down),
                 (Some(_), None) => true,
             });
-        if no_worse {
-            return live.len() as u64;
+        if !ok {
+            for &(s, _) in live {
+                let b = self.base(s);
+                self.set(s, b);
+            }
+            self.memo_at += 1;
         }
-        for &(s, _) in &live {
-            let b = self.base(s);
-            self.set(s, b);
-        }
-        self.memo_at += 1;
-        // Everyone whose path passes through a returning entry: the same switches before
-        // and after (the entries leading to the first of them do not change).
-        let upstream = self.closure(&starts);
-        let before: Vec<Option<Lab>> = upstream.iter().map(|&w| self.walk(w)).collect();
-        for &(s, p) in &live {
-            self.set(s, p);
-        }
-        self.memo_at += 1;
-        let ok = upstream
-            .iter()
-            .zip(&before)
-            .all(|(&w, was)| match (self.walk(w), was) {
-                (None, _) => false,
-                (Some(a), Some(b)) => a.len <= b.len,
-                (Some(_), None) => true,
-            });
-        if ok {
-            return live.len() as u64;
-        }
-        for &(s, _) in &live {
-            let b = self.base(s);
-            self.set(s, b);
-        }
-        self.memo_at += 1;
-        0
+        ok
     }
 
     /// `starts` and every switch whose path leads into them, each after the one it forwards
