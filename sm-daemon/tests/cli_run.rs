@@ -20,6 +20,31 @@ fn succeed(cmd: &mut Command) -> std::process::Output {
     out
 }
 
+/// `ibsm run --sim` on the bundled fabric for `run_for` of virtual time, with `scenario`
+/// and a configuration whose `[sm]` table is `sm` (`state_dir` set to `dir`); the JSON
+/// report of every sweep.
+fn replay(
+    dir: &std::path::Path,
+    scenario: &str,
+    sm: &str,
+    run_for: &str,
+) -> Vec<serde_json::Value> {
+    let scn = dir.join("run.scn");
+    std::fs::write(&scn, scenario).unwrap();
+    let conf = dir.join("c.toml");
+    let toml = format!("[sm]\nstate_dir = \"{}\"\n{sm}", dir.display());
+    std::fs::write(&conf, toml).unwrap();
+    let out = succeed(
+        ibsm()
+            .args(["run", "--sim", "--run-for", run_for, "--report", "json"])
+            .arg("--scenario")
+            .arg(&scn)
+            .arg("--config")
+            .arg(&conf),
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn run_once_on_the_bundled_fabric_reports_json() {
     let out = succeed(ibsm().args(["run", "--sim", "--once", "--report", "json"]));
@@ -253,30 +278,12 @@ fn umad_without_a_device_says_so() {
 fn a_scenario_starts_a_better_sm_and_kills_it() {
     let dir = std::env::temp_dir().join(format!("ibsm-cli-sm-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let scn = dir.join("sms.scn");
-    std::fs::write(
-        &scn,
+    let reports = replay(
+        &dir,
         "at 0 start-sm \"host 71 leaf 11\"[1] priority 9\nat 10s stop-sm \"host 71 leaf 11\"[1]\n",
-    )
-    .unwrap();
-    let conf = dir.join("c.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "[sm]\nstate_dir = \"{}\"\nsm_poll_interval_ms = 1000\nsm_poll_retries = 2\n",
-            dir.display()
-        ),
-    )
-    .unwrap();
-    let out = succeed(
-        ibsm()
-            .args(["run", "--sim", "--run-for", "20s", "--report", "json"])
-            .arg("--scenario")
-            .arg(&scn)
-            .arg("--config")
-            .arg(&conf),
+        "sm_poll_interval_ms = 1000\nsm_poll_retries = 2\n",
+        "20s",
     );
-    let reports: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     // Our SM (priority 0) stands by for the better one, then takes over when it dies,
     // asking every host's clients to register again.
     assert_eq!(reports.len(), 2, "{reports:?}");
@@ -339,40 +346,22 @@ fn sighup_without_a_config_file_is_logged_and_changes_nothing() {
 fn probes_show_what_a_host_can_read_under_m_key_protection() {
     let dir = std::env::temp_dir().join(format!("ibsm-cli-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let scn = dir.join("probe.scn");
     let (from, host, sm) = (
         "\"host 71 leaf 11\"[1]",
         "\"host 2 leaf 0\"[1]",
         "\"host 0 leaf 0\"[1]",
     );
-    std::fs::write(
-        &scn,
-        format!(
+    let reports = replay(
+        &dir,
+        &format!(
             "at 2s probe {from} {host} PortInfo\n\
              at 2s probe {from} {host} PortInfo m-key 0x5eed77\n\
              at 2s probe {from} {sm} SMInfo\n\
              at 2s probe {from} {sm} smInfo m-key 0x5eed77\n"
         ),
-    )
-    .unwrap();
-    let conf = dir.join("c.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "[sm]\nstate_dir = \"{}\"\nm_key = \"0x5eed77\"\nm_key_protect_bits = 2\nsm_key = \"0x77\"\n",
-            dir.display()
-        ),
-    )
-    .unwrap();
-    let out = succeed(
-        ibsm()
-            .args(["run", "--sim", "--run-for", "3s", "--report", "json"])
-            .arg("--scenario")
-            .arg(&scn)
-            .arg("--config")
-            .arg(&conf),
+        "m_key = \"0x5eed77\"\nm_key_protect_bits = 2\nsm_key = \"0x77\"\n",
+        "3s",
     );
-    let reports: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
     let last = reports.last().unwrap();
     let probes = last["probes"].as_array().unwrap();
     assert_eq!(probes.len(), 4, "{last:#}");
