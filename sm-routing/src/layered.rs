@@ -9,7 +9,8 @@
 //! on longer paths if need be: balance is global, over all destinations, not per switch.
 //! A first pass routes every LID in turn; a second takes each LID's flows off and routes it
 //! again knowing every other LID's, then layers it. The 2^LMC LIDs of a port are separate
-//! destinations and spread the same way.
+//! destinations and spread the same way. In the second pass a helper thread searches the
+//! next LID's tree while this one is layered; the tables are those of doing it in turn.
 //!
 //! LIDs go in batches of [`BATCH`], one LID per destination switch in turn (so a batch
 //! rarely holds two LIDs of one switch); the trees of a batch are computed in parallel from
@@ -37,6 +38,8 @@
 //! the escape trees do not crowd one root's links. So the result is deadlock-free within
 //! any budget, down to one virtual lane (where every tree is a balanced up*/down* one),
 //! and never falls back to a deadlocking one.
+
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 
 use rayon::prelude::*;
 use sm_core::NodeKind;
@@ -115,50 +118,91 @@ impl Engine for Layered {
         let lid_len = routes.lft.first().map_or(0, Vec::len);
         let mut sl = PathSl::new(topo.num_switches(), lid_len);
         let jobs = interleaved(topo);
+        // The first pass only spreads loads for the second, which routes LID by LID on
+        // exact loads.
         let mut searches: Vec<Search> = Vec::new();
-        for last in [false, true] {
-            // The first pass only spreads loads for the second, which routes LID by LID on
-            // exact loads.
-            let size = if last { 1 } else { BATCH };
-            for batch in jobs.chunks(size) {
-                for &(d, lid) in batch {
-                    r.unload(&routes, d, lid);
-                }
-                searches.resize_with(batch.len(), || Search::new(g.len()));
-                let load = &r.load;
-                let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
-                    s.tree(&g, load, topo.dests[d].sw, None)
-                };
-                if crate::par::worth(batch.len() * g.chans.len()) {
-                    searches.par_iter_mut().zip(batch).for_each(each);
-                } else {
-                    searches.iter_mut().zip(batch).for_each(each);
-                }
-                for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
-                    let dest = &topo.dests[d];
-                    if last {
-                        r.place_or_escape(s, dest.sw);
-                    }
-                    r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
-                    for (x, table) in routes.lft.iter_mut().enumerate() {
-                        let port = if x == dest.sw.idx() {
-                            Some(dest.sw_port)
-                        } else {
-                            s.parent[x].map(|c| g.chans[c as usize].port)
-                        };
-                        if let (Some(p), Some(e)) = (port, table.get_mut(lid.0 as usize)) {
-                            *e = p;
-                        }
-                        if last && r.layer[x] != 0 {
-                            sl.set(SwIdx(x as u32), lid, r.layer[x]);
-                        }
-                    }
-                }
+        for batch in jobs.chunks(BATCH) {
+            for &(d, lid) in batch {
+                r.unload(&routes, d, lid);
             }
+            searches.resize_with(batch.len(), || Search::new(g.len()));
+            let load = &r.load;
+            let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
+                s.tree(&g, load, topo.dests[d].sw, None)
+            };
+            if crate::par::worth(batch.len() * g.chans.len()) {
+                searches.par_iter_mut().zip(batch).for_each(each);
+            } else {
+                searches.iter_mut().zip(batch).for_each(each);
+            }
+            for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
+                let dest = &topo.dests[d];
+                r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
+                write(&g, &mut routes, s, d, lid);
+            }
+        }
+        if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
+            // A helper searches the next LID's tree while this one is layered. The
+            // hand-over is a spin on a channel: a pool's fork per LID costs a wake-up,
+            // as much as the search itself.
+            let g = &g;
+            std::thread::scope(|sc| {
+                let (to_tx, to_rx) = mpsc::channel::<(Search, Vec<u64>, SwIdx)>();
+                let (back_tx, back_rx) = mpsc::channel::<(Search, Vec<u64>)>();
+                let spawned = std::thread::Builder::new()
+                    .name("layered-search".into())
+                    .spawn_scoped(sc, move || {
+                        while let Some((mut s, load, dsw)) = spin_recv(&to_rx) {
+                            s.tree(g, &load, dsw, None);
+                            if back_tx.send((s, load)).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                let helper = spawned.is_ok().then_some((&to_tx, &back_rx));
+                r.final_pass(&jobs, &mut routes, &mut sl, helper);
+            });
+        } else {
+            r.final_pass(&jobs, &mut routes, &mut sl, None);
         }
         routes.sl = Some(std::sync::Arc::new(sl));
         routes.rule = Rule::Layered;
         Ok(routes)
+    }
+}
+
+/// The tree of `s` into every switch's entry for `lid`.
+fn write(g: &Graph<'_, '_>, routes: &mut Routes, s: &Search, d: DestIdx, lid: Lid) {
+    let dest = &g.topo.dests[d];
+    for (x, table) in routes.lft.iter_mut().enumerate() {
+        let port = if x == dest.sw.idx() {
+            Some(dest.sw_port)
+        } else {
+            s.parent[x].map(|c| g.chans[c as usize].port)
+        };
+        if let (Some(p), Some(e)) = (port, table.get_mut(lid.0 as usize)) {
+            *e = p;
+        }
+    }
+}
+
+/// The next message, spinning while the channel is empty (yielding after a while);
+/// `None` once the sender is gone.
+fn spin_recv<T>(rx: &Receiver<T>) -> Option<T> {
+    let mut spins = 0u32;
+    loop {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(TryRecvError::Disconnected) => return None,
+            Err(TryRecvError::Empty) => {
+                spins = spins.saturating_add(1);
+                if spins < 1 << 16 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        }
     }
 }
 
@@ -185,6 +229,31 @@ fn interleaved(topo: &Topo<'_>) -> Vec<(DestIdx, Lid)> {
     }
 }
 
+/// Takes the flows of `lid`'s path, as the tables hold it, off `load`.
+fn unload(g: &Graph<'_, '_>, routes: &Routes, d: DestIdx, lid: Lid, load: &mut [u64]) {
+    let dest = &g.topo.dests[d];
+    if dest.kind == NodeKind::Switch {
+        return;
+    }
+    for s in (0..g.len() as u32).map(SwIdx) {
+        let n = g.sources[s.idx()];
+        if n == 0 {
+            continue;
+        }
+        let mut at = s;
+        let mut hops = 0;
+        while at != dest.sw && hops < 64 {
+            let Some(p) = routes.port(at, lid) else { break };
+            let Some(c) = g.chan_at(at, p) else {
+                break;
+            };
+            load[c] = load[c].saturating_sub(n);
+            at = g.chans[c].to;
+            hops += 1;
+        }
+    }
+}
+
 /// A directed switch-to-switch link.
 #[derive(Debug, Clone, Copy)]
 struct Chan {
@@ -200,8 +269,13 @@ struct Graph<'a, 't> {
     chans: Vec<Chan>,
     /// First channel of each switch (CSR over [`Topo::adj`]), and one past the last.
     off: Vec<u32>,
-    /// The channel in the other direction.
-    rev: Vec<u32>,
+    /// Channels into each switch (CSR, `off` as for the channels out): the source
+    /// switch and the channel, in the order of the channels back.
+    inn: Vec<(SwIdx, u32)>,
+    inn_off: Vec<u32>,
+    /// The channel out of each switch's port: `by_port[s * stride + port]`.
+    by_port: Vec<u32>,
+    stride: usize,
     /// CA sources hanging off each switch.
     sources: Vec<u64>,
     hop_cost: u64,
@@ -235,6 +309,32 @@ impl<'a, 't> Graph<'a, 't> {
                 }
             }
         }
+        let inn = chans
+            .iter()
+            .enumerate()
+            .filter_map(|(back, _)| {
+                let c = rev[back];
+                (c != u32::MAX).then(|| (chans[c as usize].from, c))
+            })
+            .collect::<Vec<_>>();
+        let mut inn_off = Vec::with_capacity(n + 1);
+        let mut k = 0u32;
+        for s in 0..n {
+            inn_off.push(k);
+            k += (off[s]..off[s + 1])
+                .filter(|&b| rev[b as usize] != u32::MAX)
+                .count() as u32;
+        }
+        inn_off.push(k);
+        let stride = chans
+            .iter()
+            .map(|c| usize::from(c.port) + 1)
+            .max()
+            .unwrap_or(1);
+        let mut by_port = vec![u32::MAX; n * stride];
+        for (i, c) in chans.iter().enumerate() {
+            by_port[c.from.idx() * stride + usize::from(c.port)] = i as u32;
+        }
         let mut sources = vec![0u64; n];
         for d in &topo.dests {
             if d.kind != NodeKind::Switch {
@@ -245,7 +345,10 @@ impl<'a, 't> Graph<'a, 't> {
         Graph {
             topo,
             off,
-            rev,
+            inn,
+            inn_off,
+            by_port,
+            stride,
             dirs: rules
                 .iter()
                 .map(|ru| chans.iter().map(|c| ru.dir(topo, c.from, c.to)).collect())
@@ -259,6 +362,22 @@ impl<'a, 't> Graph<'a, 't> {
     /// Number of switches.
     fn len(&self) -> usize {
         self.sources.len()
+    }
+
+    /// The channel out of `s`'s port `port`.
+    fn chan_at(&self, s: SwIdx, port: u8) -> Option<usize> {
+        if usize::from(port) >= self.stride {
+            return None;
+        }
+        let c = *self
+            .by_port
+            .get(s.idx() * self.stride + usize::from(port))?;
+        (c != u32::MAX).then_some(c as usize)
+    }
+
+    /// The channels into `t`: (source switch, channel).
+    fn in_chans(&self, t: SwIdx) -> &[(SwIdx, u32)] {
+        &self.inn[self.inn_off[t.idx()] as usize..self.inn_off[t.idx() + 1] as usize]
     }
 
     fn out_chans(&self, s: SwIdx) -> std::ops::Range<usize> {
@@ -278,7 +397,7 @@ struct Search {
     parent: Vec<Option<u32>>,
     /// Switches in the order they settled (the destination's switch first).
     order: Vec<SwIdx>,
-    /// CA sources behind each switch (after [`Router::commit`]).
+    /// CA sources behind each switch (after [`Search::flows`]).
     acc: Vec<u64>,
     cone: Vec<bool>,
     settled: Vec<bool>,
@@ -363,6 +482,23 @@ impl Search {
         }
     }
 
+    /// Adds the tree's CA flows to `load`: each channel carries the sources behind it.
+    fn flows(&mut self, g: &Graph<'_, '_>, dsw: SwIdx, load: &mut [u64]) {
+        self.acc.fill(0);
+        for &x in self.order.iter().rev() {
+            if x == dsw {
+                continue;
+            }
+            let Some(c) = self.parent[x.idx()] else {
+                continue;
+            };
+            let a = self.acc[x.idx()] + g.sources[x.idx()];
+            self.acc[x.idx()] = a;
+            self.acc[g.chans[c as usize].to.idx()] += a;
+            load[c as usize] += a;
+        }
+    }
+
     /// Dijkstra from `dsw` over reversed channels; with `updn`, only up*/down* paths.
     fn tree(&mut self, g: &Graph<'_, '_>, load: &[u64], dsw: SwIdx, updn: Option<usize>) {
         self.dist.fill(u64::MAX);
@@ -371,20 +507,20 @@ impl Search {
         self.dist[dsw.idx()] = 0;
         self.order.push(dsw);
         let Some(e) = updn else {
-            self.search(g, load, |_, _| true);
+            self.search(g, load, |_, _, _| true);
             return;
         };
         let dirs = &g.dirs[e];
         // The cone: switches that reach dsw going down only. They must go down, so a
         // packet that went down never has to go up again.
-        self.search(g, load, |_, c| dirs[c] == Dir::Down);
+        self.search(g, load, |_, _, c| dirs[c] == Dir::Down);
         self.cone.fill(false);
         for &s in &self.order {
             self.cone[s.idx()] = true;
         }
         let cone = std::mem::take(&mut self.cone);
-        self.search(g, load, |ch, c| {
-            !cone[ch.from.idx()] && (dirs[c] == Dir::Up || cone[ch.to.idx()])
+        self.search(g, load, |from, to, c| {
+            !cone[from.idx()] && (dirs[c] == Dir::Up || cone[to.idx()])
         });
         self.cone = cone;
     }
@@ -392,7 +528,12 @@ impl Search {
     /// Dijkstra extending the switches of `order` (final, distances set), relaxing `s`
     /// from `t` over the channel `s -> t` when `allowed`; appends switches to `order` as
     /// they settle.
-    fn search(&mut self, g: &Graph<'_, '_>, load: &[u64], allowed: impl Fn(&Chan, usize) -> bool) {
+    fn search(
+        &mut self,
+        g: &Graph<'_, '_>,
+        load: &[u64],
+        allowed: impl Fn(SwIdx, SwIdx, usize) -> bool,
+    ) {
         self.heap.clear();
         self.settled.fill(false);
         for &s in &self.order {
@@ -420,14 +561,9 @@ impl Search {
                 continue;
             }
             self.expanded[t.idx()] = true;
-            for back in g.out_chans(t) {
-                let c = g.rev[back];
-                if c == u32::MAX {
-                    continue;
-                }
-                let ch = g.chans[c as usize];
-                let s = ch.from.idx();
-                if self.settled[s] || !allowed(&ch, c as usize) {
+            for &(from, c) in g.in_chans(t) {
+                let s = from.idx();
+                if self.settled[s] || !allowed(from, t, c as usize) {
                     continue;
                 }
                 let nd = dt + g.hop_cost + load[c as usize];
@@ -457,6 +593,8 @@ struct Router<'g, 'a, 't> {
     deps: Vec<(u32, u32)>,
     /// Dependencies the current LID added, by layer, to take back if it goes up*/down*.
     log: Vec<(u8, u32, u32)>,
+    /// Layering sent some switch of the current tree another way.
+    moved: bool,
 }
 
 impl<'g, 'a, 't> Router<'g, 'a, 't> {
@@ -472,40 +610,110 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
             done: vec![false; n],
             deps: Vec::new(),
             log: Vec::new(),
+            moved: false,
         }
     }
 
     /// Takes the flows of `lid`'s path, as the tables hold it, off the loads.
     fn unload(&mut self, routes: &Routes, d: DestIdx, lid: Lid) {
+        unload(self.g, routes, d, lid, &mut self.load);
+    }
+
+    /// The second pass: each LID's flows off, its tree again on the exact loads of all
+    /// the others, layered, committed.
+    ///
+    /// With a `helper`, the next LID's tree is searched while this one is layered, from
+    /// the loads this tree would leave; layering seldom changes a tree, and when it does
+    /// the next tree is searched again. The tables are those of doing it in turn.
+    fn final_pass(
+        &mut self,
+        jobs: &[(DestIdx, Lid)],
+        routes: &mut Routes,
+        sl: &mut PathSl,
+        helper: Option<(
+            &Sender<(Search, Vec<u64>, SwIdx)>,
+            &Receiver<(Search, Vec<u64>)>,
+        )>,
+    ) {
         let g = self.g;
-        let dest = &g.topo.dests[d];
-        if dest.kind == NodeKind::Switch {
+        let Some(&(d0, l0)) = jobs.first() else {
             return;
-        }
-        for s in (0..g.len() as u32).map(SwIdx) {
-            let n = g.sources[s.idx()];
-            if n == 0 {
-                continue;
+        };
+        let (mut cur, mut next) = (Search::new(g.len()), Search::new(g.len()));
+        let mut spare: Vec<u64> = Vec::with_capacity(self.load.len());
+        self.unload(routes, d0, l0);
+        cur.tree(g, &self.load, g.topo.dests[d0].sw, None);
+        for (i, &(d, lid)) in jobs.iter().enumerate() {
+            let dest = &g.topo.dests[d];
+            let ca = dest.kind != NodeKind::Switch;
+            let following = jobs.get(i + 1).copied();
+            let mut searched = false;
+            if let (Some((tx, rx)), Some((d1, l1))) = (helper, following) {
+                let mut ahead = std::mem::take(&mut spare);
+                ahead.clear();
+                ahead.extend_from_slice(&self.load);
+                if ca {
+                    cur.flows(g, dest.sw, &mut ahead);
+                }
+                unload(g, routes, d1, l1, &mut ahead);
+                let job = (
+                    std::mem::replace(&mut next, Search::new(0)),
+                    ahead,
+                    g.topo.dests[d1].sw,
+                );
+                let sent = tx.send(job).is_ok();
+                let kept = self.place_or_escape(&mut cur, dest.sw);
+                self.record(&cur, routes, sl, d, lid);
+                match spin_recv(rx).filter(|_| sent) {
+                    Some((s, mut ahead)) => {
+                        next = s;
+                        if kept {
+                            std::mem::swap(&mut self.load, &mut ahead);
+                            searched = true;
+                        } else {
+                            self.commit(&mut cur, dest.sw, ca);
+                        }
+                        spare = ahead;
+                    }
+                    None => {
+                        // The helper is gone: on alone.
+                        next = Search::new(g.len());
+                        self.commit(&mut cur, dest.sw, ca);
+                    }
+                }
+            } else {
+                self.place_or_escape(&mut cur, dest.sw);
+                self.commit(&mut cur, dest.sw, ca);
+                self.record(&cur, routes, sl, d, lid);
             }
-            let mut at = s;
-            let mut hops = 0;
-            while at != dest.sw && hops < 64 {
-                let Some(p) = routes.port(at, lid) else { break };
-                let Some(c) = g.out_chans(at).find(|&c| g.chans[c].port == p) else {
-                    break;
-                };
-                self.load[c] = self.load[c].saturating_sub(n);
-                at = g.chans[c].to;
-                hops += 1;
+            let Some((d1, l1)) = following else {
+                break;
+            };
+            if !searched {
+                self.unload(routes, d1, l1);
+                next.tree(g, &self.load, g.topo.dests[d1].sw, None);
+            }
+            std::mem::swap(&mut cur, &mut next);
+        }
+    }
+
+    /// The tree of `s` into the tables, with its layers.
+    fn record(&self, s: &Search, routes: &mut Routes, sl: &mut PathSl, d: DestIdx, lid: Lid) {
+        write(self.g, routes, s, d, lid);
+        for (x, &l) in self.layer.iter().enumerate() {
+            if l != 0 {
+                sl.set(SwIdx(x as u32), lid, l);
             }
         }
     }
 
     /// Layers the tree of `s` (see [`Self::place`]); when some path fits nowhere, the
     /// tree becomes the balanced up*/down* one, in the escape layer.
-    fn place_or_escape(&mut self, s: &mut Search, dsw: SwIdx) {
+    /// True when the tree is still the one searched.
+    fn place_or_escape(&mut self, s: &mut Search, dsw: SwIdx) -> bool {
+        self.moved = false;
         if self.place(s, dsw) {
-            return;
+            return !self.moved;
         }
         for (li, x, y) in self.log.drain(..) {
             self.layers[li as usize].unlink(x, y);
@@ -526,26 +734,14 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
             s.tree(self.g, &self.load, dsw, Some(best.1));
         }
         self.layer.fill(self.escape + best.1 as u8);
+        false
     }
 
     /// Adds the tree's CA flows to the loads (and counts the sources behind each switch,
     /// along the tree as placed).
     fn commit(&mut self, s: &mut Search, dsw: SwIdx, ca_dest: bool) {
-        let g = self.g;
-        s.acc.fill(0);
-        for &x in s.order.iter().rev() {
-            if x == dsw {
-                continue;
-            }
-            let Some(c) = s.parent[x.idx()] else {
-                continue;
-            };
-            let a = s.acc[x.idx()] + g.sources[x.idx()];
-            s.acc[x.idx()] = a;
-            s.acc[g.chans[c as usize].to.idx()] += a;
-            if ca_dest {
-                self.load[c as usize] += a;
-            }
+        if ca_dest {
+            s.flows(self.g, dsw, &mut self.load);
         }
     }
 
@@ -642,6 +838,7 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
         for (_, c) in cands {
             let t = g.chans[c as usize].to;
             if t == dsw {
+                self.moved = true;
                 sr.parent[s.idx()] = Some(c);
                 self.layer[s.idx()] = 0;
                 return true;
@@ -662,6 +859,7 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
                 ok
             };
             if fits {
+                self.moved = true;
                 sr.parent[s.idx()] = Some(c);
                 self.layer[s.idx()] = li;
                 return true;

@@ -138,16 +138,21 @@ fn a_dragonfly_is_balanced_better_than_up_down() {
 
 #[test]
 fn the_same_input_gives_the_same_tables() {
-    let mut f = generated(&GenSpec::Torus(Grid::new(vec![5, 4], 2)), 1);
+    // Big enough that the trees are searched in parallel, and the next LID's tree
+    // ahead of this one's layering.
+    let mut f = generated(&GenSpec::Torus(Grid::new(vec![8, 8], 2)), 1);
     remove_links(&mut f, 0.1, 7);
     let topo = Topo::new(&f).unwrap();
-    let a = layered(&topo, 4);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap();
-    let b = pool.install(|| layered(&topo, 4));
+    let pool = |n: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .unwrap()
+    };
+    let a = pool(2).install(|| layered(&topo, 4));
+    let b = pool(1).install(|| layered(&topo, 4));
     assert_eq!(a, b);
+    assert_eq!(a, layered(&topo, 4));
 }
 
 #[test]
