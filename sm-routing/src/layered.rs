@@ -147,8 +147,8 @@ impl Engine for Layered {
             // as much as the search itself.
             let g = &g;
             std::thread::scope(|sc| {
-                let (to_tx, to_rx) = mpsc::channel::<(Search, Vec<u64>, SwIdx)>();
-                let (back_tx, back_rx) = mpsc::channel::<(Search, Vec<u64>)>();
+                let (to_tx, to_rx) = mpsc::channel::<Ahead>();
+                let (back_tx, back_rx) = mpsc::channel::<Searched>();
                 let spawned = std::thread::Builder::new()
                     .name("layered-search".into())
                     .spawn_scoped(sc, move || {
@@ -185,6 +185,11 @@ fn write(g: &Graph<'_, '_>, routes: &mut Routes, s: &Search, d: DestIdx, lid: Li
         }
     }
 }
+
+/// A search for the helper: scratch, the loads to search on, the destination switch.
+type Ahead = (Search, Vec<u64>, SwIdx);
+/// The helper's answer: the tree, and the loads it was searched on.
+type Searched = (Search, Vec<u64>);
 
 /// The next message, spinning while the channel is empty (yielding after a while);
 /// `None` once the sender is gone.
@@ -630,10 +635,7 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
         jobs: &[(DestIdx, Lid)],
         routes: &mut Routes,
         sl: &mut PathSl,
-        helper: Option<(
-            &Sender<(Search, Vec<u64>, SwIdx)>,
-            &Receiver<(Search, Vec<u64>)>,
-        )>,
+        helper: Option<(&Sender<Ahead>, &Receiver<Searched>)>,
     ) {
         let g = self.g;
         let Some(&(d0, l0)) = jobs.first() else {
