@@ -80,6 +80,8 @@ pub struct Speed {
     pub speed: u8,
     /// LinkSpeedExtActive: 0 none, 1 FDR, 2 EDR, 4 HDR, 8 NDR.
     pub ext: u8,
+    /// LinkSpeedExtActive2: 0 none, 1 XDR (where CapabilityMask2 declares the field).
+    pub ext2: u8,
     /// FDR10 (a vendor extension reported outside PortInfo).
     pub fdr10: bool,
 }
@@ -89,11 +91,15 @@ impl Speed {
     pub const SDR: Speed = Speed {
         speed: 1,
         ext: 0,
+        ext2: 0,
         fdr10: false,
     };
 
     /// The conventional name ("SDR", "QDR", "FDR10", "EDR", ...).
     pub fn name(self) -> &'static str {
+        if self.ext2 & 1 != 0 {
+            return "XDR";
+        }
         match (self.ext, self.fdr10, self.speed) {
             (8, _, _) => "NDR",
             (4, _, _) => "HDR",
@@ -109,6 +115,14 @@ impl Speed {
 
     /// Parses a speed name.
     pub fn from_name(s: &str) -> Option<Speed> {
+        if s == "XDR" {
+            return Some(Speed {
+                speed: 4,
+                ext: 0,
+                ext2: 1,
+                fdr10: false,
+            });
+        }
         let (speed, ext, fdr10) = match s {
             "SDR" => (1, 0, false),
             "DDR" => (2, 0, false),
@@ -120,7 +134,12 @@ impl Speed {
             "NDR" => (4, 8, false),
             _ => return None,
         };
-        Some(Speed { speed, ext, fdr10 })
+        Some(Speed {
+            speed,
+            ext,
+            ext2: 0,
+            fdr10,
+        })
     }
 
     /// Data rate of one lane in Mb/s after line coding (what PathRecord rates reflect).
@@ -134,6 +153,7 @@ impl Speed {
             "EDR" => 25_000,
             "HDR" => 50_000,
             "NDR" => 100_000,
+            "XDR" => 200_000,
             _ => 0,
         }
     }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sm_core::fabric::{Fabric, NodeKind};
+use sm_core::fabric::{Fabric, NodeIdx, NodeKind};
 use sm_core::topo::{TopoErrorKind, WriteOptions, write_ibnetdiscover};
 use sm_core::{read_topology, read_topology_str};
 use sm_mad::{Guid, Lid};
@@ -227,4 +227,40 @@ fn ibsim_extensions() {
     assert_eq!(t.commands.len(), 1);
     assert_eq!(t.commands[0].2, "Error \"s\"[1] 5");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// XDR: `4xXDR` in an ibnetdiscover dump, and `extspeed2` / `e2=` (ibsm's own settings, as
+/// ibsim has none for it) in a net file; written back as `4xXDR`.
+#[test]
+fn xdr_links_are_read_and_written() {
+    let net = "extspeed=15\nextspeed2=1\nSwitch 4 \"s\"\n[1] \"h1\"[1]\n[2] \"h2\"[1]\n[3] \"h3\"[1] e2=0\n\n\
+               Hca 1 \"h1\"\n[1] \"s\"[1]\n\nHca 1 \"h2\"\n[1] \"s\"[2]\n\nextspeed2=0\nHca 1 \"h3\"\n[1] \"s\"[3]\n";
+    let t = read_topology_str(net, Path::new("xdr.net")).unwrap();
+    let f = &t.fabric;
+    let speed_of = |f: &Fabric, desc: &str| {
+        let n = f
+            .nodes()
+            .iter()
+            .position(|n| n.description == desc)
+            .unwrap();
+        f.port(f.port_of(NodeIdx(n as u32), 1).unwrap())
+            .speed
+            .name()
+    };
+    assert_eq!(speed_of(f, "h1"), "XDR");
+    assert_eq!(speed_of(f, "h2"), "XDR");
+    assert_eq!(speed_of(f, "h3"), "NDR");
+    let mut out = Vec::new();
+    write_ibnetdiscover(f, &WriteOptions::default(), &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains("4xXDR"), "{text}");
+    let back = read_topology_str(&text, Path::new("xdr.txt"))
+        .unwrap()
+        .fabric;
+    for d in ["h1", "h2", "h3"] {
+        assert_eq!(speed_of(&back, d), speed_of(f, d), "{d}");
+    }
+    let err =
+        read_topology_str("Switch 4 \"s\"\n[1] \"h\"[1] e2=2\n", Path::new("bad.net")).unwrap_err();
+    assert!(err.to_string().contains("e2=2"), "{err}");
 }

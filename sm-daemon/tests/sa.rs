@@ -871,11 +871,12 @@ fn link_rate(width: u8, speed: Speed) -> Rate {
         link_width::X12 => 12,
         _ => 4,
     };
-    let lane = match (speed.ext, speed.speed) {
-        (link_speed_ext::EDR, _) => 25_000,
-        (link_speed_ext::HDR, _) => 50_000,
-        (_, 2) => 5000,
-        (_, 4) => 10000,
+    let lane = match (speed.ext2, speed.ext, speed.speed) {
+        (1, _, _) => 200_000,
+        (_, link_speed_ext::EDR, _) => 25_000,
+        (_, link_speed_ext::HDR, _) => 50_000,
+        (_, _, 2) => 5000,
+        (_, _, 4) => 10000,
         _ => 2500,
     };
     Rate::from_mbps(lanes * lane).unwrap()
@@ -984,6 +985,65 @@ fn path_record_mtu_and_rate_are_the_minima_along_the_lft_path() {
         seen_mtu.len() >= 2 && seen_rate.len() >= 4,
         "{seen_mtu:?} {seen_rate:?}"
     );
+}
+
+/// XDR links (the second extended speed field, declared in CapabilityMask2): the agents
+/// show them only to an SM that sets attribute modifier bit 31, the model keeps them, and
+/// PathRecord prices a path by its slowest link: 800 Gb/s on 4x XDR all the way, 200 Gb/s
+/// to or from the one host whose link runs 4x HDR.
+#[test]
+fn xdr_links_are_seen_and_priced() {
+    let mut f = small();
+    let slow = node(&f, "Hca4");
+    let links: Vec<(PortIdx, PortIdx)> = f.links().collect();
+    for (a, b) in links {
+        let hdr = [a, b].iter().any(|&p| f.port(p).node == slow);
+        for p in [a, b] {
+            let port = f.port_mut(p);
+            port.width = link_width::X4;
+            port.speed = if hdr {
+                Speed::from_name("HDR").unwrap()
+            } else {
+                Speed::from_name("XDR").unwrap()
+            };
+        }
+    }
+    let mut fx = Fixture::up(f, Params::default(), SimConfig::default());
+    let f = fx.fabric.clone();
+    let plan = fx.d.sm.plan().unwrap().fabric.clone();
+    let linked: Vec<PortIdx> = (0..f.ports().len() as u32)
+        .map(PortIdx)
+        .filter(|&p| f.port(p).remote.is_some())
+        .collect();
+    for &p in &linked {
+        assert_eq!(
+            plan.port(p).speed.name(),
+            f.port(p).speed.name(),
+            "{:?}",
+            f.port(p)
+        );
+    }
+    assert!(linked.iter().any(|&p| plan.port(p).speed.name() == "XDR"));
+    let cas: Vec<Lid> = ca_ports(&f).iter().map(|&p| f.port(p).lid).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for &s in &cas {
+        for &d in &cas {
+            if s == d {
+                continue;
+            }
+            let a = fx.ask(get(path_record::ATTR_ID, PR_LIDS, &pr_query(s, d)));
+            assert_eq!(a.status(), MadStatus::OK, "{s} -> {d}");
+            let r: path_record::Repr = a.records()[0];
+            let (_, rate) = traced_minima(&fx, s, d);
+            assert_eq!(r.rate, rate, "{s} -> {d}");
+            seen.insert(r.rate.to_raw_value());
+        }
+    }
+    let want: std::collections::BTreeSet<u8> = [Rate::Gbps800, Rate::Gbps200]
+        .iter()
+        .map(|r| r.to_raw_value())
+        .collect();
+    assert_eq!(seen, want);
 }
 
 #[test]

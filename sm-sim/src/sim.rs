@@ -1132,10 +1132,11 @@ impl Sim {
             {
                 port.info.port_physical_state = phys;
             }
-            if let Some((width, speed, ext)) = trained {
+            if let Some((width, speed, ext, ext2)) = trained {
                 port.info.link_width_active = width;
                 port.info.link_speed_active = speed;
                 port.info.link_speed_ext_active = ext;
+                port.info.link_speed_ext_active2 = ext2;
             }
             let n = port.node;
             if changed {
@@ -1144,8 +1145,8 @@ impl Sim {
         }
     }
 
-    /// Width, speed and extended speed a link between `a` and `b` trains to.
-    fn train(&self, a: PortIdx, b: PortIdx) -> (u8, u8, u8) {
+    /// Width, speed and the two extended speeds a link between `a` and `b` trains to.
+    fn train(&self, a: PortIdx, b: PortIdx) -> (u8, u8, u8, u8) {
         let (pa, pb) = (&self.ports[a.idx()], &self.ports[b.idx()]);
         let common = pa.info.link_width_enabled
             & pa.info.link_width_supported
@@ -1162,8 +1163,14 @@ impl Sim {
         .find(|w| common & w != 0)
         .unwrap_or(pa.hw.width);
         let speed = pa.hw.speed.speed.min(pb.hw.speed.speed);
-        let ext = pa.hw.speed.ext.min(pb.hw.speed.ext);
-        (width, speed, ext)
+        let ext2 = pa.hw.speed.ext2.min(pb.hw.speed.ext2);
+        // An XDR link is active at XDR only.
+        let ext = if ext2 != 0 {
+            0
+        } else {
+            pa.hw.speed.ext.min(pb.hw.speed.ext)
+        };
+        (width, speed, ext, ext2)
     }
 
     /// A switch noticed a port state change: flag it and trap to the SM.

@@ -220,12 +220,15 @@ impl Agent<'_> {
         }
         let mut info = self.ports[p.idx()].info;
         info.local_port_num = in_port;
-        if !ext_ok && info.link_speed_ext_supported != 0 {
+        if !ext_ok && info.link_speed_ext_supported | info.link_speed_ext_supported2 != 0 {
             // An SM that does not say it knows extended speeds is not shown them, as
-            // HDR and NDR ports do.
+            // HDR, NDR and XDR ports do.
             info.link_speed_ext_active = 0;
             info.link_speed_ext_supported = 0;
             info.link_speed_ext_enabled = 0;
+            info.link_speed_ext_active2 = 0;
+            info.link_speed_ext_supported2 = 0;
+            info.link_speed_ext_enabled2 = 0;
         }
         match emit(&info) {
             Ok(d) => Answer {

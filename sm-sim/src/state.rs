@@ -59,6 +59,10 @@ pub struct PortHw {
     pub mtu_cap: u8,
     /// VLCap code.
     pub vl_cap: u8,
+    /// Some port of the node runs extended speeds: its end ports say so.
+    pub node_ext: bool,
+    /// Some port of the node runs XDR: its end ports declare the second extended field.
+    pub node_xdr: bool,
 }
 
 /// The M_Key lease timer of a port (IBA 14.2.4.2), in virtual time.
@@ -158,13 +162,18 @@ pub(crate) fn initial_port_info(
         (PortState::Down, PhysPortState::Polling)
     };
     let vl_cap = VlCap::from_raw_value(hw.vl_cap);
+    let node_caps = match (hw.node_ext, hw.node_xdr) {
+        (_, true) => cap::IS_EXTENDED_SPEEDS_SUPPORTED | cap::IS_CAPABILITY_MASK2_SUPPORTED,
+        (true, false) => cap::IS_EXTENDED_SPEEDS_SUPPORTED,
+        _ => 0,
+    };
     port_info::Repr {
         capability_mask: if !endport {
             0
         } else if is_switch {
-            switch_port0_capabilities()
+            switch_port0_capabilities() | node_caps
         } else {
-            ca_capabilities()
+            ca_capabilities() | node_caps
         },
         m_key_lease_period: 0,
         local_port_num: num,
@@ -191,9 +200,26 @@ pub(crate) fn initial_port_info(
         operational_vls: VlCap::Vl0,
         guid_cap: if endport && !is_switch { GUID_CAP } else { 1 },
         subnet_timeout: 0,
+        capability_mask2: if endport && hw.node_xdr {
+            port_info::cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED
+                | port_info::cap2::IS_LINK_SPEED_XDR_SUPPORTED
+        } else {
+            0
+        },
         link_speed_ext_active: if linked { hw.speed.ext } else { 0 },
-        link_speed_ext_supported: if hw.speed.ext != 0 { 15 } else { 0 },
-        link_speed_ext_enabled: if hw.speed.ext != 0 { 15 } else { 0 },
+        link_speed_ext_supported: if hw.speed.ext | hw.speed.ext2 != 0 {
+            15
+        } else {
+            0
+        },
+        link_speed_ext_enabled: if hw.speed.ext | hw.speed.ext2 != 0 {
+            15
+        } else {
+            0
+        },
+        link_speed_ext_active2: if linked { hw.speed.ext2 } else { 0 },
+        link_speed_ext_supported2: hw.speed.ext2,
+        link_speed_ext_enabled2: hw.speed.ext2,
         ..port_info::Repr::default()
     }
 }
@@ -241,9 +267,10 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             speed: p.speed,
             mtu_cap: p.mtu_cap,
             vl_cap: p.vl_cap,
+            node_ext: false,
+            node_xdr: false,
         };
-        let kind = fabric.node(p.node).kind;
-        let mut port = SimPort {
+        let port = SimPort {
             node: p.node,
             num: p.num,
             exists: p.exists,
@@ -261,20 +288,23 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             faults: None,
             reregistrations: 0,
         };
-        port.power_up(kind);
         ports.push(port);
     }
     // A node with extended-speed ports says so in its end ports' CapabilityMask (a
-    // switch's port 0 speaks for its other ports).
+    // switch's port 0 speaks for its other ports), after every power-up too.
     for n in &nodes {
-        let mine = n.first_port as usize..=n.first_port as usize + usize::from(n.num_ports);
+        let first = n.first_port as usize + usize::from(n.kind != NodeKind::Switch);
+        let mine = first..=n.first_port as usize + usize::from(n.num_ports);
         let Some(ps) = ports.get_mut(mine) else {
             continue;
         };
-        if ps.iter().any(|p| p.exists && p.hw.speed.ext != 0) {
-            for p in ps.iter_mut().filter(|p| p.info.capability_mask != 0) {
-                p.info.capability_mask |= port_info::cap::IS_EXTENDED_SPEEDS_SUPPORTED;
-            }
+        let live = || ps.iter().filter(|p| p.exists);
+        let ext = live().any(|p| p.hw.speed.ext | p.hw.speed.ext2 != 0);
+        let xdr = live().any(|p| p.hw.speed.ext2 != 0);
+        for p in ps.iter_mut() {
+            p.hw.node_ext = ext;
+            p.hw.node_xdr = xdr;
+            p.power_up(n.kind);
         }
     }
     (nodes, ports)

@@ -171,6 +171,44 @@ fn reboot_resets_the_node_and_retrains_its_links() {
     assert!(!sm.sim.trap_pending(sw2));
 }
 
+/// A rebooted node comes back as it was built: its end ports still declare extended speeds
+/// (and XDR's field in CapabilityMask2), and its links train to XDR again.
+#[test]
+fn a_rebooted_node_keeps_its_speeds() {
+    use sm_mad::port_info::cap;
+    use sm_mad::port_info::cap2;
+    let mut f = fabric();
+    let links: Vec<(PortIdx, PortIdx)> = f.links().collect();
+    for (a, b) in links {
+        for p in [a, b] {
+            f.port_mut(p).speed = sm_core::fabric::Speed::from_name("XDR").unwrap();
+        }
+    }
+    let mut sm = Sm::new(&f, SimConfig::default());
+    sm.bring_up();
+    let sw2 = node(&f, "sw-b");
+    let p0 = port(&f, "sw-b", 0);
+    let declared = |sim: &Sim| {
+        let i = &sim.port(p0).info;
+        (
+            i.capability_mask & cap::IS_EXTENDED_SPEEDS_SUPPORTED != 0,
+            i.has_capability2(cap2::IS_EXTENDED_SPEEDS_2_SUPPORTED),
+        )
+    };
+    assert_eq!(declared(&sm.sim), (true, true));
+    sm.sim.reboot_node(sw2, 2_000_000);
+    sm.run(2_000_000);
+    assert_eq!(declared(&sm.sim), (true, true));
+    for p in [port(&f, "sw-b", 3), port(&f, "host-2", 1)] {
+        let i = &sm.sim.port(p).info;
+        assert_eq!(
+            (i.link_speed_ext_active2, i.link_speed_ext_active),
+            (1, 0),
+            "{p:?}"
+        );
+    }
+}
+
 #[test]
 fn silent_and_slow_nodes() {
     let f = fabric();

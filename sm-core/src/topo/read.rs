@@ -36,6 +36,8 @@ struct Links {
     width: u8,
     speed: u8,
     ext: u8,
+    /// LinkSpeedExtEnabled2 (XDR): an ibsm extension, ibsim has no such setting.
+    ext2: u8,
     fdr10: bool,
 }
 
@@ -46,6 +48,7 @@ impl Default for Links {
             width: 3,
             speed: 1,
             ext: 0,
+            ext2: 0,
             fdr10: false,
         }
     }
@@ -236,15 +239,17 @@ fn rate_token(s: &str) -> Option<Links> {
             _ => return None,
         };
         let speed = Speed::from_name(sp)?;
-        let (speed_mask, ext) = match speed.ext {
-            0 if !speed.fdr10 => ((speed.speed << 1) - 1, 0),
-            e => (7, (e << 1) - 1),
+        let (speed_mask, ext) = match (speed.ext, speed.ext2) {
+            (_, 1..) => (7, 15),
+            (0, _) if !speed.fdr10 => ((speed.speed << 1) - 1, 0),
+            (e, _) => (7, (e << 1) - 1),
         };
         Some(Links {
             width,
             speed: speed_mask,
             ext,
-            fdr10: speed.fdr10 || speed.ext != 0,
+            ext2: speed.ext2,
+            fdr10: speed.fdr10 || ext != 0,
         })
     })
 }
@@ -449,6 +454,13 @@ impl Reader {
                 }
                 self.links.ext = v as u8;
             }
+            "extspeed2" => {
+                let v = num()?;
+                if v > 1 {
+                    return Err(syntax(self, format!("extspeed2 {v} is out of range 0..=1")));
+                }
+                self.links.ext2 = v as u8;
+            }
             "pdebug" => {}
             "module" => {
                 return Err(self.err(
@@ -613,7 +625,8 @@ impl Reader {
                 "w" if (1..=31).contains(&v) => links.width = v as u8,
                 "s" if v <= 7 => links.speed = if v == 0 { 7 } else { v as u8 },
                 "e" if v <= 15 => links.ext = v as u8,
-                "w" | "s" | "e" => return Err(bad("out of range")),
+                "e2" if v <= 1 => links.ext2 = v as u8,
+                "w" | "s" | "e" | "e2" => return Err(bad("out of range")),
                 _ => return Err(bad("unknown option")),
             }
         }
@@ -778,9 +791,16 @@ impl Reader {
                         )),
                     ));
                 }
+                let ext2 = top_bit(rp.links.ext2 & q.links.ext2);
                 let speed = Speed {
                     speed,
-                    ext: top_bit(rp.links.ext & q.links.ext),
+                    // An XDR link is active at XDR only.
+                    ext: if ext2 != 0 {
+                        0
+                    } else {
+                        top_bit(rp.links.ext & q.links.ext)
+                    },
+                    ext2,
                     fdr10: rp.links.fdr10 && q.links.fdr10,
                 };
                 let (pa, pb) = match (
@@ -838,6 +858,8 @@ mod tests {
         assert_eq!((l.width, l.speed, l.ext), (3, 7, 0));
         let l = rate_token("4xEDR").unwrap();
         assert_eq!((l.speed, l.ext), (7, 3));
+        let l = rate_token("4xXDR").unwrap();
+        assert_eq!((l.speed, l.ext, l.ext2), (7, 15, 1));
         assert!(rate_token("lid 3").is_none());
         assert_eq!(common_width(3, 11), 2);
         assert_eq!(top_bit(7), 4);

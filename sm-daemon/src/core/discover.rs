@@ -410,6 +410,7 @@ impl Discovery {
             port.speed = Speed {
                 speed: info.link_speed_active,
                 ext: info.link_speed_ext_active,
+                ext2: info.link_speed_ext_active2,
                 fdr10: false,
             };
             port.mtu_cap = info.mtu_cap.to_raw_value();
