@@ -82,6 +82,11 @@ pub struct SmConfig {
     /// SM_Key (hex string). Default: `0x0000000000000001`.
     #[serde(with = "hex64")]
     pub sm_key: u64,
+    /// The key an SA requester presents to be trusted (hex string): it then sees M_Keys
+    /// in PortInfoRecords, P_KeyTableRecords and subscribers' QPNs, and may change other
+    /// ports' ServiceRecords. Default: unset, the SM_Key (as OpenSM's `sa_key`).
+    #[serde(with = "opt_hex64", skip_serializing_if = "Option::is_none", default)]
+    pub sa_key: Option<u64>,
     /// M_Key written to every port (hex string); 0 means no M_Key. Default: 0.
     #[serde(with = "hex64")]
     pub m_key: u64,
@@ -146,6 +151,7 @@ impl Default for SmConfig {
     fn default() -> Self {
         SmConfig {
             port_guid: None,
+            sa_key: None,
             state_dir: PathBuf::from("/var/cache/ibsm"),
             lmc: 0,
             sm_priority: 0,

@@ -145,9 +145,9 @@ pub fn params(cfg: &Config, path: &Path) -> Result<Params, ParamsError> {
         partitions: cfg.partitions.load(path)?,
         pkey_options: cfg.partitions.table_options(),
         qos: cfg.qos.clone(),
-        // OpenSM's sa_key defaults to its sm_key: the SA trusts requesters presenting it.
+        // OpenSM's sa_key defaults to its sm_key.
         sa: crate::sa::SaConfig {
-            sa_key: sm.sm_key,
+            sa_key: sm.sa_key.unwrap_or(sm.sm_key),
             ..crate::sa::SaConfig::default()
         },
         ..Params::default()
@@ -177,6 +177,9 @@ mod tests {
         let p = params(&cfg, Path::new("<test>")).unwrap();
         assert_eq!(p.sa.sa_key, 0x77);
         assert_eq!(p.sa.rmpp, crate::sa::RmppMode::Segment);
+        cfg.sm.sa_key = Some(0x99);
+        let p = params(&cfg, Path::new("<test>")).unwrap();
+        assert_eq!((p.sa.sa_key, p.sm_key), (0x99, 0x77));
     }
 
     #[test]
@@ -345,6 +348,7 @@ mod tests {
             ("sm.lmc", "lmc = 2".into(), Params),
             ("sm.sm_priority", "sm_priority = 9".into(), Params),
             ("sm.sm_key", "sm_key = \"0x2\"".into(), Params),
+            ("sm.sa_key", "sa_key = \"0x3\"".into(), Params),
             ("sm.m_key", "m_key = \"0x5\"".into(), Params),
             (
                 "sm.m_key_protect_bits",
