@@ -120,11 +120,9 @@ impl Engine for Layered {
         let jobs = interleaved(topo);
         // The first pass only spreads loads for the second, which routes LID by LID on
         // exact loads.
+        let mut first = Columns::new(g.len(), lid_len);
         let mut searches: Vec<Search> = Vec::new();
         for batch in jobs.chunks(BATCH) {
-            for &(d, lid) in batch {
-                r.unload(&routes, d, lid);
-            }
             searches.resize_with(batch.len(), || Search::new(g.len()));
             let load = &r.load;
             let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
@@ -138,36 +136,75 @@ impl Engine for Layered {
             for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
                 let dest = &topo.dests[d];
                 r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
-                write(&g, &mut routes, s, d, lid);
+                first.write(&g, s, d, lid);
             }
         }
         if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
             // A helper searches the next LID's tree while this one is layered. The
             // hand-over is a spin on a channel: a pool's fork per LID costs a wake-up,
             // as much as the search itself.
-            let g = &g;
+            let (g, first) = (&g, &first);
             std::thread::scope(|sc| {
                 let (to_tx, to_rx) = mpsc::channel::<Ahead>();
-                let (back_tx, back_rx) = mpsc::channel::<Searched>();
+                let (back_tx, back_rx) = mpsc::channel::<Ahead>();
                 let spawned = std::thread::Builder::new()
                     .name("layered-search".into())
                     .spawn_scoped(sc, move || {
-                        while let Some((mut s, load, dsw)) = spin_recv(&to_rx) {
-                            s.tree(g, &load, dsw, None);
-                            if back_tx.send((s, load)).is_err() {
+                        while let Some(mut job) = spin_recv(&to_rx) {
+                            job.run(g, first);
+                            if back_tx.send(job).is_err() {
                                 return;
                             }
                         }
                     });
                 let helper = spawned.is_ok().then_some((&to_tx, &back_rx));
-                r.final_pass(&jobs, &mut routes, &mut sl, helper);
+                r.final_pass(&jobs, first, &mut routes, &mut sl, helper);
             });
         } else {
-            r.final_pass(&jobs, &mut routes, &mut sl, None);
+            r.final_pass(&jobs, &first, &mut routes, &mut sl, None);
         }
         routes.sl = Some(std::sync::Arc::new(sl));
         routes.rule = Rule::Layered;
         Ok(routes)
+    }
+}
+
+/// The first pass's trees, LID by LID: each switch's port towards the LID. The second
+/// pass takes a LID's first tree off the loads from here, reading one LID's entries in a
+/// row rather than one from every switch's table.
+struct Columns {
+    switches: usize,
+    ports: Vec<u8>,
+}
+
+const NO_PORT: u8 = u8::MAX;
+
+impl Columns {
+    fn new(switches: usize, lids: usize) -> Columns {
+        Columns {
+            switches,
+            ports: vec![NO_PORT; switches * lids],
+        }
+    }
+
+    fn get(&self, lid: Lid) -> &[u8] {
+        let at = lid.0 as usize * self.switches;
+        self.ports.get(at..at + self.switches).unwrap_or(&[])
+    }
+
+    fn write(&mut self, g: &Graph<'_, '_>, s: &Search, d: DestIdx, lid: Lid) {
+        let dest = &g.topo.dests[d];
+        let at = lid.0 as usize * self.switches;
+        let Some(col) = self.ports.get_mut(at..at + self.switches) else {
+            return;
+        };
+        for (x, e) in col.iter_mut().enumerate() {
+            *e = if x == dest.sw.idx() {
+                dest.sw_port
+            } else {
+                s.parent[x].map_or(NO_PORT, |c| g.chans[c as usize].port)
+            };
+        }
     }
 }
 
@@ -186,10 +223,27 @@ fn write(g: &Graph<'_, '_>, routes: &mut Routes, s: &Search, d: DestIdx, lid: Li
     }
 }
 
-/// A search for the helper: scratch, the loads to search on, the destination switch.
-type Ahead = (Search, Vec<u64>, SwIdx);
-/// The helper's answer: the tree, and the loads it was searched on.
-type Searched = (Search, Vec<u64>);
+/// The next LID's search, handed to the helper and back: it takes the LID's first-pass
+/// flows off `load` (noting the channels in `touched`), then searches its tree.
+struct Ahead {
+    search: Search,
+    load: Vec<u64>,
+    dest: DestIdx,
+    lid: Lid,
+    touched: Vec<u32>,
+}
+
+impl Ahead {
+    fn run(&mut self, g: &Graph<'_, '_>, first: &Columns) {
+        self.touched.clear();
+        let touched = &mut self.touched;
+        unload(g, first, self.dest, self.lid, &mut self.load, |c| {
+            touched.push(c)
+        });
+        let dsw = g.topo.dests[self.dest].sw;
+        self.search.tree(g, &self.load, dsw, None);
+    }
+}
 
 /// The next message, spinning while the channel is empty (yielding after a while);
 /// `None` once the sender is gone.
@@ -234,12 +288,21 @@ fn interleaved(topo: &Topo<'_>) -> Vec<(DestIdx, Lid)> {
     }
 }
 
-/// Takes the flows of `lid`'s path, as the tables hold it, off `load`.
-fn unload(g: &Graph<'_, '_>, routes: &Routes, d: DestIdx, lid: Lid, load: &mut [u64]) {
+/// Takes the flows of `lid`'s first-pass tree off `load`; `touched` hears of every
+/// channel whose load changes.
+fn unload(
+    g: &Graph<'_, '_>,
+    first: &Columns,
+    d: DestIdx,
+    lid: Lid,
+    load: &mut [u64],
+    mut touched: impl FnMut(u32),
+) {
     let dest = &g.topo.dests[d];
     if dest.kind == NodeKind::Switch {
         return;
     }
+    let col = first.get(lid);
     for s in (0..g.len() as u32).map(SwIdx) {
         let n = g.sources[s.idx()];
         if n == 0 {
@@ -248,11 +311,14 @@ fn unload(g: &Graph<'_, '_>, routes: &Routes, d: DestIdx, lid: Lid, load: &mut [
         let mut at = s;
         let mut hops = 0;
         while at != dest.sw && hops < 64 {
-            let Some(p) = routes.port(at, lid) else { break };
+            let Some(&p) = col.get(at.idx()).filter(|&&p| p != NO_PORT) else {
+                break;
+            };
             let Some(c) = g.chan_at(at, p) else {
                 break;
             };
             load[c] = load[c].saturating_sub(n);
+            touched(c as u32);
             at = g.chans[c].to;
             hops += 1;
         }
@@ -488,7 +554,14 @@ impl Search {
     }
 
     /// Adds the tree's CA flows to `load`: each channel carries the sources behind it.
-    fn flows(&mut self, g: &Graph<'_, '_>, dsw: SwIdx, load: &mut [u64]) {
+    /// `touched` hears of every channel whose load changes.
+    fn flows(
+        &mut self,
+        g: &Graph<'_, '_>,
+        dsw: SwIdx,
+        load: &mut [u64],
+        mut touched: impl FnMut(u32),
+    ) {
         self.acc.fill(0);
         for &x in self.order.iter().rev() {
             if x == dsw {
@@ -501,6 +574,7 @@ impl Search {
             self.acc[x.idx()] = a;
             self.acc[g.chans[c as usize].to.idx()] += a;
             load[c as usize] += a;
+            touched(c);
         }
     }
 
@@ -619,9 +693,9 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
         }
     }
 
-    /// Takes the flows of `lid`'s path, as the tables hold it, off the loads.
-    fn unload(&mut self, routes: &Routes, d: DestIdx, lid: Lid) {
-        unload(self.g, routes, d, lid, &mut self.load);
+    /// Takes the flows of `lid`'s first-pass tree off the loads.
+    fn unload(&mut self, first: &Columns, d: DestIdx, lid: Lid) {
+        unload(self.g, first, d, lid, &mut self.load, |_| {});
     }
 
     /// The second pass: each LID's flows off, its tree again on the exact loads of all
@@ -633,49 +707,59 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
     fn final_pass(
         &mut self,
         jobs: &[(DestIdx, Lid)],
+        first: &Columns,
         routes: &mut Routes,
         sl: &mut PathSl,
-        helper: Option<(&Sender<Ahead>, &Receiver<Searched>)>,
+        helper: Option<(&Sender<Ahead>, &Receiver<Ahead>)>,
     ) {
         let g = self.g;
         let Some(&(d0, l0)) = jobs.first() else {
             return;
         };
         let (mut cur, mut next) = (Search::new(g.len()), Search::new(g.len()));
-        let mut spare: Vec<u64> = Vec::with_capacity(self.load.len());
-        self.unload(routes, d0, l0);
+        self.unload(first, d0, l0);
         cur.tree(g, &self.load, g.topo.dests[d0].sw, None);
+        // The loads the next tree is searched on: equal to `self.load` between LIDs, kept
+        // so by copying the few entries a LID changes rather than the whole vector.
+        let mut ahead: Vec<u64> = if helper.is_some() {
+            self.load.clone()
+        } else {
+            Vec::new()
+        };
+        let (mut touched, mut spare) = (Vec::new(), Vec::new());
         for (i, &(d, lid)) in jobs.iter().enumerate() {
             let dest = &g.topo.dests[d];
             let ca = dest.kind != NodeKind::Switch;
             let following = jobs.get(i + 1).copied();
             let mut searched = false;
             if let (Some((tx, rx)), Some((d1, l1))) = (helper, following) {
-                let mut ahead = std::mem::take(&mut spare);
-                ahead.clear();
-                ahead.extend_from_slice(&self.load);
+                touched.clear();
                 if ca {
-                    cur.flows(g, dest.sw, &mut ahead);
+                    cur.flows(g, dest.sw, &mut ahead, |c| touched.push(c));
                 }
-                unload(g, routes, d1, l1, &mut ahead);
-                let job = (
-                    std::mem::replace(&mut next, Search::new(0)),
-                    ahead,
-                    g.topo.dests[d1].sw,
-                );
+                let job = Ahead {
+                    search: std::mem::replace(&mut next, Search::new(0)),
+                    load: std::mem::take(&mut ahead),
+                    dest: d1,
+                    lid: l1,
+                    touched: std::mem::take(&mut spare),
+                };
                 let sent = tx.send(job).is_ok();
                 let kept = self.place_or_escape(&mut cur, dest.sw);
                 self.record(&cur, routes, sl, d, lid);
                 match spin_recv(rx).filter(|_| sent) {
-                    Some((s, mut ahead)) => {
-                        next = s;
+                    Some(job) => {
+                        next = job.search;
+                        ahead = job.load;
+                        spare = job.touched;
                         if kept {
-                            std::mem::swap(&mut self.load, &mut ahead);
+                            for &c in touched.iter().chain(&spare) {
+                                self.load[c as usize] = ahead[c as usize];
+                            }
                             searched = true;
                         } else {
                             self.commit(&mut cur, dest.sw, ca);
                         }
-                        spare = ahead;
                     }
                     None => {
                         // The helper is gone: on alone.
@@ -692,8 +776,12 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
                 break;
             };
             if !searched {
-                self.unload(routes, d1, l1);
+                self.unload(first, d1, l1);
                 next.tree(g, &self.load, g.topo.dests[d1].sw, None);
+                if helper.is_some() {
+                    ahead.clear();
+                    ahead.extend_from_slice(&self.load);
+                }
             }
             std::mem::swap(&mut cur, &mut next);
         }
@@ -743,7 +831,7 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
     /// along the tree as placed).
     fn commit(&mut self, s: &mut Search, dsw: SwIdx, ca_dest: bool) {
         if ca_dest {
-            s.flows(self.g, dsw, &mut self.load);
+            s.flows(self.g, dsw, &mut self.load, |_| {});
         }
     }
 
