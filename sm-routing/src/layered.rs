@@ -38,6 +38,10 @@
 //! the escape trees do not crowd one root's links. So the result is deadlock-free within
 //! any budget, down to one virtual lane (where every tree is a balanced up*/down* one),
 //! and never falls back to a deadlocking one.
+//!
+//! Where over a quarter of the paths went into escape layers (tori), the routing is done
+//! again with all but two layers escape layers, and the result with the lower max link
+//! load is kept. The layers a result leaves empty are closed up, so the SLs run from 0.
 
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 
@@ -85,87 +89,130 @@ impl Engine for Layered {
         // ranking with its root far from the others': the trees that fit no other layer
         // spread over several roots instead of crowding one.
         let k = usize::from(budget / 2).max(1);
-        let mut rules = vec![Rule::UpDown {
-            rank: ranking.rank,
-            tie_by_guid: true,
-        }];
-        let mut roots: Vec<SwIdx> = ranking.roots.clone();
-        while rules.len() < k {
-            // The switch farthest from every root so far.
-            let mut best = (0u8, SwIdx(0));
-            let (mut row, mut q) = (Vec::new(), Vec::new());
-            let mut far = vec![u8::MAX; topo.num_switches()];
-            for &r0 in &roots {
-                topo.bfs_to(r0, &mut row, &mut q);
-                for (i, &h) in row.iter().enumerate() {
-                    far[i] = far[i].min(h);
-                }
-            }
-            for (i, &h) in far.iter().enumerate() {
-                if h != u8::MAX && h > best.0 {
-                    best = (h, SwIdx(i as u32));
-                }
-            }
-            roots.push(best.1);
-            rules.push(Rule::UpDown {
-                rank: crate::rank::bfs_ranks(topo, &[best.1]),
-                tie_by_guid: true,
-            });
-        }
-        let g = Graph::new(topo, &rules);
-        let mut r = Router::new(&g, budget, k);
-        let mut routes = Routes::empty(self.name(), topo);
-        let lid_len = routes.lft.first().map_or(0, Vec::len);
-        let mut sl = PathSl::new(topo.num_switches(), lid_len);
-        let jobs = interleaved(topo);
-        // The first pass only spreads loads for the second, which routes LID by LID on
-        // exact loads.
-        let mut first = Columns::new(g.len(), lid_len);
-        let mut searches: Vec<Search> = Vec::new();
-        for batch in jobs.chunks(BATCH) {
-            searches.resize_with(batch.len(), || Search::new(g.len()));
-            let load = &r.load;
-            let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
-                s.tree(&g, load, topo.dests[d].sw, None)
-            };
-            if crate::par::worth(batch.len() * g.chans.len()) {
-                searches.par_iter_mut().zip(batch).for_each(each);
-            } else {
-                searches.iter_mut().zip(batch).for_each(each);
-            }
-            for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
-                let dest = &topo.dests[d];
-                r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
-                first.write(&g, s, d, lid);
+        // Where many paths end up in escape layers (tori, meshes), more escape roots and
+        // fewer general layers often spread them better: that split is tried as well, and
+        // the one with the lower max link load is kept.
+        let wide = usize::from(budget.saturating_sub(2)).max(k);
+        let rules = escape_rules(topo, &ranking, wide);
+        let mut best = attempt(topo, &rules[..k], budget, self.name());
+        if wide > k && best.escaped * 4 > best.paths {
+            let other = attempt(topo, &rules, budget, self.name());
+            if other.max_load < best.max_load {
+                best = other;
             }
         }
-        if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
-            // A helper searches the next LID's tree while this one is layered. The
-            // hand-over is a spin on a channel: a pool's fork per LID costs a wake-up,
-            // as much as the search itself.
-            let (g, first) = (&g, &first);
-            std::thread::scope(|sc| {
-                let (to_tx, to_rx) = mpsc::channel::<Ahead>();
-                let (back_tx, back_rx) = mpsc::channel::<Ahead>();
-                let spawned = std::thread::Builder::new()
-                    .name("layered-search".into())
-                    .spawn_scoped(sc, move || {
-                        while let Some(mut job) = spin_recv(&to_rx) {
-                            job.run(g, first);
-                            if back_tx.send(job).is_err() {
-                                return;
-                            }
-                        }
-                    });
-                let helper = spawned.is_ok().then_some((&to_tx, &back_rx));
-                r.final_pass(&jobs, first, &mut routes, &mut sl, helper);
-            });
-        } else {
-            r.final_pass(&jobs, &first, &mut routes, &mut sl, None);
-        }
+        let mut sl = best.sl;
+        // Layers number the SLs; the ones a result leaves empty are closed up.
+        sl.compact();
+        let mut routes = best.routes;
         routes.sl = Some(std::sync::Arc::new(sl));
         routes.rule = Rule::Layered;
         Ok(routes)
+    }
+}
+
+/// `count` up*/down* rankings: `ranking` first, then each rooted at the switch farthest
+/// from the roots before it.
+fn escape_rules(topo: &Topo<'_>, ranking: &crate::updn::Ranking, count: usize) -> Vec<Rule> {
+    let mut rules = vec![Rule::UpDown {
+        rank: ranking.rank.clone(),
+        tie_by_guid: true,
+    }];
+    let mut roots: Vec<SwIdx> = ranking.roots.clone();
+    while rules.len() < count {
+        // The switch farthest from every root so far.
+        let mut best = (0u8, SwIdx(0));
+        let (mut row, mut q) = (Vec::new(), Vec::new());
+        let mut far = vec![u8::MAX; topo.num_switches()];
+        for &r0 in &roots {
+            topo.bfs_to(r0, &mut row, &mut q);
+            for (i, &h) in row.iter().enumerate() {
+                far[i] = far[i].min(h);
+            }
+        }
+        for (i, &h) in far.iter().enumerate() {
+            if h != u8::MAX && h > best.0 {
+                best = (h, SwIdx(i as u32));
+            }
+        }
+        roots.push(best.1);
+        rules.push(Rule::UpDown {
+            rank: crate::rank::bfs_ranks(topo, &[best.1]),
+            tie_by_guid: true,
+        });
+    }
+    rules
+}
+
+/// One routing with `rules.len()` escape layers.
+struct Attempt {
+    routes: Routes,
+    sl: PathSl,
+    /// The highest CA flow count on a switch-to-switch link.
+    max_load: u64,
+    /// (source switch, CA LID) paths, and of them those in escape layers.
+    paths: u64,
+    escaped: u64,
+}
+
+fn attempt(topo: &Topo<'_>, rules: &[Rule], budget: u8, name: &'static str) -> Attempt {
+    let k = rules.len();
+    let g = Graph::new(topo, rules);
+    let mut r = Router::new(&g, budget, k);
+    let mut routes = Routes::empty(name, topo);
+    let lid_len = routes.lft.first().map_or(0, Vec::len);
+    let mut sl = PathSl::new(topo.num_switches(), lid_len);
+    let jobs = interleaved(topo);
+    // The first pass only spreads loads for the second, which routes LID by LID on
+    // exact loads.
+    let mut first = Columns::new(g.len(), lid_len);
+    let mut searches: Vec<Search> = Vec::new();
+    for batch in jobs.chunks(BATCH) {
+        searches.resize_with(batch.len(), || Search::new(g.len()));
+        let load = &r.load;
+        let each =
+            |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| s.tree(&g, load, topo.dests[d].sw, None);
+        if crate::par::worth(batch.len() * g.chans.len()) {
+            searches.par_iter_mut().zip(batch).for_each(each);
+        } else {
+            searches.iter_mut().zip(batch).for_each(each);
+        }
+        for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
+            let dest = &topo.dests[d];
+            r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
+            first.write(&g, s, d, lid);
+        }
+    }
+    if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
+        // A helper searches the next LID's tree while this one is layered. The
+        // hand-over is a spin on a channel: a pool's fork per LID costs a wake-up,
+        // as much as the search itself.
+        let (g, first) = (&g, &first);
+        std::thread::scope(|sc| {
+            let (to_tx, to_rx) = mpsc::channel::<Ahead>();
+            let (back_tx, back_rx) = mpsc::channel::<Ahead>();
+            let spawned = std::thread::Builder::new()
+                .name("layered-search".into())
+                .spawn_scoped(sc, move || {
+                    while let Some(mut job) = spin_recv(&to_rx) {
+                        job.run(g, first);
+                        if back_tx.send(job).is_err() {
+                            return;
+                        }
+                    }
+                });
+            let helper = spawned.is_ok().then_some((&to_tx, &back_rx));
+            r.final_pass(&jobs, first, &mut routes, &mut sl, helper);
+        });
+    } else {
+        r.final_pass(&jobs, &first, &mut routes, &mut sl, None);
+    }
+    Attempt {
+        max_load: r.load.iter().copied().max().unwrap_or(0),
+        paths: r.paths,
+        escaped: r.escaped,
+        routes,
+        sl,
     }
 }
 
@@ -674,6 +721,9 @@ struct Router<'g, 'a, 't> {
     log: Vec<(u8, u32, u32)>,
     /// Layering sent some switch of the current tree another way.
     moved: bool,
+    /// (source switch, CA LID) paths recorded, and of them those in escape layers.
+    paths: u64,
+    escaped: u64,
 }
 
 impl<'g, 'a, 't> Router<'g, 'a, 't> {
@@ -690,6 +740,8 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
             deps: Vec::new(),
             log: Vec::new(),
             moved: false,
+            paths: 0,
+            escaped: 0,
         }
     }
 
@@ -788,11 +840,17 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
     }
 
     /// The tree of `s` into the tables, with its layers.
-    fn record(&self, s: &Search, routes: &mut Routes, sl: &mut PathSl, d: DestIdx, lid: Lid) {
-        write(self.g, routes, s, d, lid);
+    fn record(&mut self, s: &Search, routes: &mut Routes, sl: &mut PathSl, d: DestIdx, lid: Lid) {
+        let g = self.g;
+        write(g, routes, s, d, lid);
+        let dest = &g.topo.dests[d];
         for (x, &l) in self.layer.iter().enumerate() {
             if l != 0 {
                 sl.set(SwIdx(x as u32), lid, l);
+            }
+            if dest.kind != NodeKind::Switch && g.sources[x] > 0 && x != dest.sw.idx() {
+                self.paths += 1;
+                self.escaped += u64::from(l >= self.escape);
             }
         }
     }
@@ -1152,5 +1210,71 @@ impl Dfs {
 fn remove(v: &mut Vec<u32>, x: u32) {
     if let Some(i) = v.iter().rposition(|&e| e == x) {
         v.swap_remove(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::routes::Engine;
+    use sm_core::generate::{GenSpec, Grid, generate};
+
+    /// A torus fills its general layers; the split with more escape layers is tried too
+    /// and kept when its max link load is lower, and the SLs it uses have no gaps.
+    #[test]
+    fn a_torus_keeps_the_better_split_with_its_sls_closed_up() {
+        let mut f = generate(&GenSpec::Torus(Grid::new(vec![6, 6, 6], 1))).unwrap();
+        sm_core::lid::LidStore::new().assign(&mut f, 0).unwrap();
+        let topo = Topo::new(&f).unwrap();
+        // Eight VLs: four escape layers, or six with two general ones (better here).
+        let opts = Options {
+            vl_budget: 8,
+            ..Options::default()
+        };
+        let routes = Layered.route(&topo, &opts).unwrap();
+        let (ranking, _, _) = crate::updn::chosen(&topo, &opts).unwrap();
+        let rules = escape_rules(&topo, &ranking, 6);
+        let half = attempt(&topo, &rules[..4], 8, "layered");
+        let wide = attempt(&topo, &rules, 8, "layered");
+        assert!(
+            half.escaped * 4 > half.paths,
+            "{} of {} paths escaped",
+            half.escaped,
+            half.paths
+        );
+        assert!(
+            wide.max_load < half.max_load,
+            "{} {}",
+            wide.max_load,
+            half.max_load
+        );
+        assert_eq!(routes.lft, wide.routes.lft);
+        let sl = routes.sl.as_deref().unwrap();
+        let mut used = [false; 16];
+        for s in 0..topo.num_switches() as u32 {
+            for l in 0..routes.lft[0].len() as u16 {
+                used[usize::from(sl.get(SwIdx(s), Lid(l)))] = true;
+            }
+        }
+        let n = used.iter().filter(|&&u| u).count();
+        assert!(used[..n].iter().all(|&u| u), "{used:?}");
+    }
+
+    #[test]
+    fn compact_closes_up_unused_sls() {
+        let mut sl = PathSl::new(2, 3);
+        sl.set(SwIdx(0), Lid(1), 3);
+        sl.set(SwIdx(1), Lid(2), 6);
+        sl.set(SwIdx(1), Lid(0), 3);
+        sl.compact();
+        assert_eq!(
+            [
+                sl.get(SwIdx(0), Lid(1)),
+                sl.get(SwIdx(1), Lid(2)),
+                sl.get(SwIdx(1), Lid(0))
+            ],
+            [1, 2, 1]
+        );
+        assert_eq!(sl.get(SwIdx(0), Lid(0)), 0);
     }
 }

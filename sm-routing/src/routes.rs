@@ -152,6 +152,26 @@ impl PathSl {
         }
     }
 
+    /// Renumbers the SLs in use to 0, 1, 2 ... in their order (SL 0 stays 0).
+    pub fn compact(&mut self) {
+        let mut used = [false; 256];
+        used[0] = true;
+        for &s in &self.sl {
+            used[usize::from(s)] = true;
+        }
+        let mut to = [0u8; 256];
+        let mut next = 0u8;
+        for (s, &u) in used.iter().enumerate() {
+            if u {
+                to[s] = next;
+                next = next.saturating_add(1);
+            }
+        }
+        for s in &mut self.sl {
+            *s = to[usize::from(*s)];
+        }
+    }
+
     /// The highest SL used.
     pub fn max(&self) -> u8 {
         self.sl.iter().copied().max().unwrap_or(0)
