@@ -170,8 +170,13 @@ fn attempt(topo: &Topo<'_>, rules: &[Rule], budget: u8, name: &'static str) -> A
     for batch in jobs.chunks(BATCH) {
         searches.resize_with(batch.len(), || Search::new(g.len()));
         let load = &r.load;
-        let each =
-            |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| s.tree(&g, load, topo.dests[d].sw, None);
+        // A switch's LID carries no CA flows: its first tree would change no load, and
+        // the second pass takes nothing off for it.
+        let each = |(s, &(d, _)): (&mut Search, &(DestIdx, Lid))| {
+            if topo.dests[d].kind != NodeKind::Switch {
+                s.tree(&g, load, topo.dests[d].sw, None);
+            }
+        };
         if crate::par::worth(batch.len() * g.chans.len()) {
             searches.par_iter_mut().zip(batch).for_each(each);
         } else {
@@ -179,8 +184,10 @@ fn attempt(topo: &Topo<'_>, rules: &[Rule], budget: u8, name: &'static str) -> A
         }
         for (s, &(d, lid)) in searches.iter_mut().zip(batch) {
             let dest = &topo.dests[d];
-            r.commit(s, dest.sw, dest.kind != NodeKind::Switch);
-            first.write(&g, s, d, lid);
+            if dest.kind != NodeKind::Switch {
+                r.commit(s, dest.sw, true);
+                first.write(&g, s, d, lid);
+            }
         }
     }
     if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
