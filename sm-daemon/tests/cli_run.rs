@@ -381,3 +381,50 @@ fn probes_show_what_a_host_can_read_under_m_key_protection() {
     assert!(last["bad_m_key_traps"].as_u64().unwrap() >= 1, "{last:#}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The SM validates the tables it programmed: minhop on a torus has credit loops, which
+/// the report counts and `--once` fails on; the layered engine's SLs keep the same torus
+/// deadlock-free.
+#[test]
+fn deadlocking_tables_are_reported_and_fail_a_once_run() {
+    let dir = std::env::temp_dir().join(format!("ibsm-run-deadlock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let net = dir.join("torus.net");
+    succeed(
+        ibsm()
+            .args(["gen", "torus", "--dims", "4x4", "--hosts", "1", "-o"])
+            .arg(&net),
+    );
+    let run = |engine: &str| {
+        ibsm()
+            .args([
+                "run",
+                "--once",
+                "--no-check",
+                "--report",
+                "json",
+                "--engine",
+                engine,
+            ])
+            .arg("--sim")
+            .arg(&net)
+            .output()
+            .unwrap()
+    };
+    let out = run("minhop");
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["credit_loops"].as_u64().unwrap() > 0, "{j}");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("can deadlock"), "{err}");
+    let out = run("layered");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["credit_loops"], 0, "{j}");
+    assert!(j["vls_used"].as_u64().unwrap() > 1, "{j}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -39,8 +39,8 @@ pub use routes::{
     Dir, Engine, Options, PathSl, PreviousTables, RouteError, Routes, Rule, SwitchAr,
 };
 pub use topo::{DestIdx, SwIdx, Topo, TopoError};
-pub use validate::{ValidateOptions, Validation, validate};
-pub use walk::Fate;
+pub use validate::{ValidateOptions, Validation, validate, validate_tables};
+pub use walk::{Fate, Tables};
 
 /// The trait, its inputs and outputs and the chain under the path they had before they were
 /// split into [`routes`] and [`chain`], for code that still names them this way.

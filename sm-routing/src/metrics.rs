@@ -430,7 +430,7 @@ impl Ctx<'_, '_> {
             .fold(
                 || (self.new_acc(), Block::default(), A2aScratch::default()),
                 |(mut acc, mut block, mut sc), &b| {
-                    block.load(self.routes, self.w.switches(), b * BLOCK);
+                    block.load(self.routes.into(), self.w.switches(), b * BLOCK);
                     for j in 0..BLOCK.min(top - b * BLOCK) {
                         let lid = b * BLOCK + j;
                         let Some(d) = self.topo.lid_dest[lid].get() else {
@@ -608,7 +608,7 @@ impl Ctx<'_, '_> {
         let (s, d) = (&self.topo.dests[src], &self.topo.dests[dst]);
         walk_path(
             self.w,
-            self.routes,
+            self.routes.into(),
             &self.topo.dests,
             s.sw,
             d.base_lid,
@@ -772,7 +772,15 @@ impl Ctx<'_, '_> {
                         offs.clear();
                         for lid in dest.lids() {
                             let start = path.len();
-                            if walk_path(self.w, self.routes, &self.topo.dests, sw, lid, d, path) {
+                            if walk_path(
+                                self.w,
+                                self.routes.into(),
+                                &self.topo.dests,
+                                sw,
+                                lid,
+                                d,
+                                path,
+                            ) {
                                 offs.push((start, path.len()));
                             } else {
                                 path.truncate(start);

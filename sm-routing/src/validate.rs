@@ -49,11 +49,11 @@ use sm_core::NodeKind;
 use sm_core::dump::NO_ROUTE;
 use sm_mad::{Guid, Lid};
 
-use crate::routes::Routes;
+use crate::routes::{PathSl, Routes};
 use sm_core::idx::{IdxVec, OptIdx};
 
 use crate::topo::{Dest, DestIdx, SwIdx, Topo};
-use crate::walk::{BLOCK, Block, ChanIdx, Col, Fate, Target, Tracer, Wiring};
+use crate::walk::{BLOCK, Block, ChanIdx, Col, Fate, Tables, Target, Tracer, Wiring};
 
 /// A virtual lane per (source port, destination LID).
 pub type VlFn = dyn Fn(&Dest, Lid) -> u8 + Send + Sync;
@@ -441,7 +441,7 @@ type DepSets = Box<[AtomicU64]>;
 
 struct Ctx<'a, 't> {
     topo: &'a Topo<'t>,
-    routes: &'a Routes,
+    tables: Tables<'a>,
     w: &'a Wiring,
     hops: &'a crate::topo::HopMatrix,
     opts: &'a ValidateOptions,
@@ -451,25 +451,33 @@ struct Ctx<'a, 't> {
 }
 
 /// One past the highest LID to check: every LID a table or the fabric knows.
-fn lid_top(topo: &Topo<'_>, routes: &Routes) -> usize {
-    routes
-        .lft
-        .iter()
-        .map(Vec::len)
-        .max()
-        .unwrap_or(0)
+fn lid_top(topo: &Topo<'_>, tables: Tables<'_>) -> usize {
+    tables
+        .max_len()
         .max(topo.lid_dest.len())
         .min(Lid::MAX_UNICAST.0 as usize + 1)
 }
 
 /// Validates `routes` on `topo`.
 pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Validation {
+    validate_tables(topo, routes.into(), routes.sl.as_ref(), routes.engine, opts)
+}
+
+/// Validates forwarding tables on `topo`, with the SLs of their paths where they have
+/// them; `engine` names what made them in the report.
+pub fn validate_tables(
+    topo: &Topo<'_>,
+    tables: Tables<'_>,
+    sl: Option<&Arc<PathSl>>,
+    engine: &str,
+    opts: &ValidateOptions,
+) -> Validation {
     let w = Wiring::new(topo);
     let hops = topo.hop_matrix();
     let n = w.switches();
-    let top = lid_top(topo, routes);
+    let top = lid_top(topo, tables);
     let own;
-    let opts = match (&opts.vl, &routes.sl) {
+    let opts = match (&opts.vl, sl) {
         (None, Some(sl)) => {
             let sl = Arc::clone(sl);
             own = ValidateOptions {
@@ -482,7 +490,7 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
     };
     let ctx = Ctx {
         topo,
-        routes,
+        tables,
         w: &w,
         hops: &hops,
         opts,
@@ -497,7 +505,7 @@ pub fn validate(topo: &Topo<'_>, routes: &Routes, opts: &ValidateOptions) -> Val
     };
     let unreachable: u64 = acc.fates[1..].iter().sum();
     Validation {
-        engine: routes.engine.to_string(),
+        engine: engine.to_string(),
         switches: n,
         sources: w.sources().len(),
         lids: topo.dests.iter().map(|d| 1usize << d.lmc).sum::<usize>(),
@@ -558,7 +566,7 @@ impl<'a> Ctx<'a, '_> {
     /// LIDs `first .. first + 64` (below `top`).
     fn block(&self, first: usize, top: usize, acc: &mut Acc, sc: &mut Scratch) {
         let Scratch { block, work } = sc;
-        block.load(self.routes, self.w.switches(), first);
+        block.load(self.tables, self.w.switches(), first);
         for j in 0..BLOCK.min(top - first) {
             let lid = first + j;
             if lid == 0 {

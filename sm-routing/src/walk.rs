@@ -14,6 +14,7 @@ use sm_mad::{Guid, Lid};
 
 use crate::routes::Routes;
 use crate::topo::{Dest, DestIdx, SwIdx, Topo};
+use sm_core::lft::LftTable;
 
 sm_core::dense_index!(
     /// A channel, one direction of a switch-to-switch link: an index into [`Wiring::chans`].
@@ -300,16 +301,60 @@ pub(crate) struct Block {
     buf: Vec<u8>,
 }
 
+/// Every switch's forwarding table, as an engine returns them ([`Routes::lft`]) or as the
+/// SM keeps them ([`LftTable`]): validation reads either without a copy.
+#[derive(Debug, Clone, Copy)]
+pub enum Tables<'a> {
+    Rows(&'a [Vec<u8>]),
+    Chunked(&'a [LftTable]),
+}
+
+impl<'a> From<&'a Routes> for Tables<'a> {
+    fn from(r: &'a Routes) -> Tables<'a> {
+        Tables::Rows(&r.lft)
+    }
+}
+
+impl Tables<'_> {
+    /// The longest table.
+    pub(crate) fn max_len(&self) -> usize {
+        match self {
+            Tables::Rows(r) => r.iter().map(Vec::len).max().unwrap_or(0),
+            Tables::Chunked(t) => t.iter().map(LftTable::len).max().unwrap_or(0),
+        }
+    }
+
+    /// Switch `s`'s entry for `lid` ([`NO_ROUTE`] past its table).
+    #[inline]
+    pub(crate) fn entry(&self, s: SwIdx, lid: usize) -> u8 {
+        match self {
+            Tables::Rows(r) => r.get(s.idx()).and_then(|t| t.get(lid)).copied(),
+            Tables::Chunked(t) => t.get(s.idx()).and_then(|t| t.get(lid)),
+        }
+        .unwrap_or(NO_ROUTE)
+    }
+
+    /// Up to `out.len()` entries of switch `s` from `first` on (a run within one aligned
+    /// block), copied into `out`; how many.
+    fn copy_run(&self, s: usize, first: usize, out: &mut [u8]) -> usize {
+        let src = match self {
+            Tables::Rows(r) => r.get(s).and_then(|t| t.get(first..)).unwrap_or(&[]),
+            Tables::Chunked(t) => t.get(s).map_or(&[][..], |t| t.run(first, out.len())),
+        };
+        let n = src.len().min(out.len());
+        out[..n].copy_from_slice(&src[..n]);
+        n
+    }
+}
+
 impl Block {
-    /// Loads LIDs `first .. first + 64`.
-    pub(crate) fn load(&mut self, routes: &Routes, switches: usize, first: usize) {
+    /// Loads LIDs `first .. first + 64` (`first` a multiple of 64).
+    pub(crate) fn load(&mut self, tables: Tables<'_>, switches: usize, first: usize) {
         self.first = first;
         self.buf.clear();
         self.buf.resize(switches * BLOCK, NO_ROUTE);
-        for (s, row) in routes.lft.iter().take(switches).enumerate() {
-            let src = row.get(first..).unwrap_or(&[]);
-            let n = src.len().min(BLOCK);
-            self.buf[s * BLOCK..s * BLOCK + n].copy_from_slice(&src[..n]);
+        for s in 0..switches {
+            tables.copy_run(s, first, &mut self.buf[s * BLOCK..s * BLOCK + BLOCK]);
         }
     }
 
@@ -474,7 +519,7 @@ impl Tracer {
 /// so a loop ends the walk.
 pub(crate) fn walk_path(
     w: &Wiring,
-    routes: &Routes,
+    tables: Tables<'_>,
     dests: &IdxVec<DestIdx, Dest>,
     from: SwIdx,
     lid: Lid,
@@ -487,12 +532,7 @@ pub(crate) fn walk_path(
         .map(|d| d.sw);
     let mut s = from;
     for _ in 0..=w.switches() {
-        let port = routes
-            .lft
-            .get(s.idx())
-            .and_then(|r| r.get(lid.0 as usize))
-            .copied()
-            .unwrap_or(NO_ROUTE);
+        let port = tables.entry(s, lid.0 as usize);
         match w.target(s, port) {
             Some(Target::Switch { sw, chan }) if port != NO_ROUTE => {
                 chans.push(chan);

@@ -184,3 +184,37 @@ fn results_do_not_depend_on_thread_count() {
         assert_eq!(one, run(8));
     }
 }
+
+/// The SM keeps its tables in chunks ([`sm_core::lft::LftTable`]); validating them there
+/// gives the report validating the engine's rows gives, across chunk boundaries (1,344
+/// LIDs) and with a broken entry in one table.
+#[test]
+fn chunked_tables_validate_as_rows() {
+    let f = generated(&GenSpec::FatTree3(FatTree3::new(16)), 0);
+    let topo = Topo::new(&f).unwrap();
+    let mut routes = engine("minhop")
+        .unwrap()
+        .route(&topo, &Options::default())
+        .unwrap();
+    assert!(routes.lft[0].len() > 1024);
+    routes.lft[3][1100] = 255;
+    let chunked: Vec<sm_core::lft::LftTable> = routes
+        .lft
+        .iter()
+        .map(|t| sm_core::lft::LftTable::from_slice(t))
+        .collect();
+    let opts = ValidateOptions::default();
+    let rows = validate(&topo, &routes, &opts);
+    let tables = sm_routing::validate_tables(
+        &topo,
+        sm_routing::Tables::Chunked(&chunked),
+        routes.sl.as_ref(),
+        routes.engine,
+        &opts,
+    );
+    assert!(rows.unreachable_pairs > 0);
+    assert_eq!(
+        serde_json::to_string(&rows).unwrap(),
+        serde_json::to_string(&tables).unwrap()
+    );
+}

@@ -291,14 +291,14 @@ fn with_cdgs_of(topo: &Topo<'_>, routes: &Routes, mut each: impl FnMut(u8, &Cdg<
     let opts = ValidateOptions::default();
     let ctx = Ctx {
         topo,
-        routes,
+        tables: routes.into(),
         w: &w,
         hops: &hops,
         opts: &opts,
         used: AtomicU32::new(0),
         deps: Default::default(),
     };
-    ctx.walk(lid_top(topo, routes));
+    ctx.walk(lid_top(topo, routes.into()));
     for (vl, g) in ctx.cdgs() {
         if let Some(g) = g {
             each(vl, &g);
