@@ -338,14 +338,25 @@ impl<I: Idx, T: Clone> std::ops::IndexMut<I> for CowVec<I, T> {
     }
 }
 
+/// Whether two runs of shared chunks hold the same elements: chunk `i` is compared over
+/// its first `valid(i)` elements, and a chunk both runs share is equal without reading it.
+pub(crate) fn chunks_eq<C, T>(a: &[Arc<C>], b: &[Arc<C>], valid: impl Fn(usize) -> usize) -> bool
+where
+    C: AsRef<[T]> + ?Sized,
+    T: PartialEq,
+{
+    a.len() == b.len()
+        && a.iter().zip(b).enumerate().all(|(i, (x, y))| {
+            let (x, y): (&[T], &[T]) = ((**x).as_ref(), (**y).as_ref());
+            let n = valid(i);
+            std::ptr::eq(x, y) || x[..n] == y[..n]
+        })
+}
+
 impl<I, T: PartialEq> PartialEq for CowVec<I, T> {
     fn eq(&self, other: &Self) -> bool {
         self.len == other.len
-            && self
-                .full
-                .iter()
-                .zip(&other.full)
-                .all(|(a, b)| Arc::ptr_eq(a, b) || a == b)
+            && chunks_eq(&self.full, &other.full, |_| COW_CHUNK)
             && (Arc::ptr_eq(&self.tail, &other.tail) || self.tail == other.tail)
     }
 }

@@ -171,15 +171,9 @@ impl LftRead for Vec<u8> {
 impl PartialEq for LftTable {
     fn eq(&self, other: &LftTable) -> bool {
         self.len == other.len
-            && self
-                .chunks
-                .iter()
-                .zip(&other.chunks)
-                .enumerate()
-                .all(|(i, (a, b))| {
-                    let n = (self.len - i * CHUNK).min(CHUNK);
-                    Arc::ptr_eq(a, b) || a[..n] == b[..n]
-                })
+            && crate::idx::chunks_eq(&self.chunks, &other.chunks, |i| {
+                (self.len - i * CHUNK).min(CHUNK)
+            })
     }
 }
 
@@ -240,6 +234,14 @@ mod tests {
         assert_ne!(a, b);
         b.set(CHUNK + 5, v[CHUNK + 5], 255);
         assert_eq!(a, b);
+        // What lies past the end of a chunk's used part does not count.
+        let (mut c, mut d) = (a.clone(), LftTable::from_slice(&v[..CHUNK + 10]));
+        c.set(CHUNK + 20, 1, 255);
+        c.resize(CHUNK + 10, 255);
+        d.set(CHUNK + 20, 2, 255);
+        d.resize(CHUNK + 10, 255);
+        assert_eq!(c, d);
+        assert_ne!(c, a);
     }
 
     #[test]
