@@ -191,25 +191,18 @@ fn attempt(topo: &Topo<'_>, rules: &[Rule], budget: u8, name: &'static str) -> A
         }
     }
     if rayon::current_num_threads() > 1 && crate::par::worth(jobs.len() * g.chans.len()) {
-        // A helper searches the next LID's tree while this one is layered. The
-        // hand-over is a spin on a channel: a pool's fork per LID costs a wake-up,
-        // as much as the search itself.
-        let (g, first) = (&g, &first);
+        // A helper searches the trees ahead while these are layered. The hand-overs are
+        // spins on channels: a pool's fork per LID costs a wake-up, as much as the
+        // search itself.
+        let (g, first, jobs) = (&g, &first, &jobs);
         std::thread::scope(|sc| {
-            let (to_tx, to_rx) = mpsc::channel::<Ahead>();
-            let (back_tx, back_rx) = mpsc::channel::<Ahead>();
+            let (to_tx, to_rx) = mpsc::channel::<ToAhead>();
+            let (back_tx, back_rx) = mpsc::channel::<Searched>();
             let spawned = std::thread::Builder::new()
                 .name("layered-search".into())
-                .spawn_scoped(sc, move || {
-                    while let Some(mut job) = spin_recv(&to_rx) {
-                        job.run(g, first);
-                        if back_tx.send(job).is_err() {
-                            return;
-                        }
-                    }
-                });
+                .spawn_scoped(sc, move || search_ahead(g, first, jobs, &to_rx, &back_tx));
             let helper = spawned.is_ok().then_some((&to_tx, &back_rx));
-            r.final_pass(&jobs, first, &mut routes, &mut sl, helper);
+            r.final_pass(jobs, first, &mut routes, &mut sl, helper);
         });
     } else {
         r.final_pass(&jobs, &first, &mut routes, &mut sl, None);
@@ -277,25 +270,103 @@ fn write(g: &Graph<'_, '_>, routes: &mut Routes, s: &Search, d: DestIdx, lid: Li
     }
 }
 
-/// The next LID's search, handed to the helper and back: it takes the LID's first-pass
-/// flows off `load` (noting the channels in `touched`), then searches its tree.
-struct Ahead {
-    search: Search,
-    load: Vec<u64>,
-    dest: DestIdx,
-    lid: Lid,
-    touched: Vec<u32>,
+/// Trees searched ahead of the layering, at most this many at a time.
+const AHEAD: usize = 8;
+
+/// What the layering tells the helper.
+enum ToAhead {
+    /// A search to fill again.
+    Spare(Search),
+    /// Search again from job `from` on `load`, which holds every tree before it as
+    /// placed and the first pass's trees of the rest; results carry `round`.
+    Restart {
+        round: u32,
+        from: usize,
+        load: Vec<u64>,
+    },
 }
 
-impl Ahead {
-    fn run(&mut self, g: &Graph<'_, '_>, first: &Columns) {
-        self.touched.clear();
-        let touched = &mut self.touched;
-        unload(g, first, self.dest, self.lid, &mut self.load, |c| {
-            touched.push(c)
-        });
-        let dsw = g.topo.dests[self.dest].sw;
-        self.search.tree(g, &self.load, dsw, None);
+/// A tree the helper searched: job `at`'s, in generation `round`.
+struct Searched {
+    round: u32,
+    at: usize,
+    search: Search,
+}
+
+/// The helper: searches job after job, each on the loads the trees before it leave when
+/// the layering keeps them as searched. When it does not, the layering restarts the
+/// helper on its exact loads, and the trees searched meanwhile are thrown away.
+fn search_ahead(
+    g: &Graph<'_, '_>,
+    first: &Columns,
+    jobs: &[(DestIdx, Lid)],
+    rx: &Receiver<ToAhead>,
+    tx: &Sender<Searched>,
+) {
+    // Idle until the first restart.
+    let mut st = AheadState {
+        round: 0,
+        at: jobs.len(),
+        load: Vec::new(),
+        spares: Vec::new(),
+    };
+    loop {
+        loop {
+            match rx.try_recv() {
+                Ok(msg) => st.on(msg),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => return,
+            }
+        }
+        let job = jobs.get(st.at).copied();
+        match (job, st.spares.pop()) {
+            (Some((d, lid)), Some(mut s)) => {
+                let dest = &g.topo.dests[d];
+                unload(g, first, d, lid, &mut st.load, |_| {});
+                s.tree(g, &st.load, dest.sw, None);
+                if dest.kind != NodeKind::Switch {
+                    s.flows(g, dest.sw, &mut st.load, |_| {});
+                }
+                let (round, at) = (st.round, st.at);
+                if tx
+                    .send(Searched {
+                        round,
+                        at,
+                        search: s,
+                    })
+                    .is_err()
+                {
+                    return;
+                }
+                st.at += 1;
+            }
+            (_, spare) => {
+                st.spares.extend(spare);
+                match spin_recv(rx) {
+                    Some(msg) => st.on(msg),
+                    None => return,
+                }
+            }
+        }
+    }
+}
+
+struct AheadState {
+    round: u32,
+    /// The next job to search.
+    at: usize,
+    load: Vec<u64>,
+    spares: Vec<Search>,
+}
+
+impl AheadState {
+    fn on(&mut self, msg: ToAhead) {
+        match msg {
+            ToAhead::Spare(s) => self.spares.push(s),
+            ToAhead::Restart { round, from, load } => {
+                (self.round, self.at, self.load) = (round, from, load);
+            }
+        }
     }
 }
 
@@ -536,7 +607,8 @@ struct Search {
 struct RadixHeap {
     last: u64,
     len: usize,
-    buckets: [Vec<(u64, u32)>; 65],
+    /// Boxed: a search moves between threads.
+    buckets: Box<[Vec<(u64, u32)>; 65]>,
 }
 
 impl Default for RadixHeap {
@@ -544,7 +616,7 @@ impl Default for RadixHeap {
         RadixHeap {
             last: 0,
             len: 0,
-            buckets: std::array::from_fn(|_| Vec::new()),
+            buckets: Box::new(std::array::from_fn(|_| Vec::new())),
         }
     }
 }
@@ -553,7 +625,7 @@ impl RadixHeap {
     fn clear(&mut self) {
         self.last = 0;
         self.len = 0;
-        for b in &mut self.buckets {
+        for b in self.buckets.iter_mut() {
             b.clear();
         }
     }
@@ -760,89 +832,77 @@ impl<'g, 'a, 't> Router<'g, 'a, 't> {
     /// The second pass: each LID's flows off, its tree again on the exact loads of all
     /// the others, layered, committed.
     ///
-    /// With a `helper`, the next LID's tree is searched while this one is layered, from
-    /// the loads this tree would leave; layering seldom changes a tree, and when it does
-    /// the next tree is searched again. The tables are those of doing it in turn.
+    /// With a `helper`, the trees are searched ahead (see [`search_ahead`]) while these
+    /// are layered; layering seldom changes a tree, and when it does the helper starts
+    /// again after it. The tables are those of doing it in turn.
     fn final_pass(
         &mut self,
         jobs: &[(DestIdx, Lid)],
         first: &Columns,
         routes: &mut Routes,
         sl: &mut PathSl,
-        helper: Option<(&Sender<Ahead>, &Receiver<Ahead>)>,
+        helper: Option<(&Sender<ToAhead>, &Receiver<Searched>)>,
     ) {
         let g = self.g;
-        let Some(&(d0, l0)) = jobs.first() else {
-            return;
-        };
-        let (mut cur, mut next) = (Search::new(g.len()), Search::new(g.len()));
-        self.unload(first, d0, l0);
-        cur.tree(g, &self.load, g.topo.dests[d0].sw, None);
-        // The loads the next tree is searched on: equal to `self.load` between LIDs, kept
-        // so by copying the few entries a LID changes rather than the whole vector.
-        let mut ahead: Vec<u64> = if helper.is_some() {
-            self.load.clone()
-        } else {
-            Vec::new()
-        };
-        let (mut touched, mut spare) = (Vec::new(), Vec::new());
+        let mut round = 0u32;
+        let mut helper = helper.filter(|(tx, _)| {
+            let restart = ToAhead::Restart {
+                round,
+                from: 0,
+                load: self.load.clone(),
+            };
+            tx.send(restart).is_ok()
+                && (0..AHEAD).all(|_| tx.send(ToAhead::Spare(Search::new(g.len()))).is_ok())
+        });
+        let mut own = None;
         for (i, &(d, lid)) in jobs.iter().enumerate() {
             let dest = &g.topo.dests[d];
             let ca = dest.kind != NodeKind::Switch;
-            let following = jobs.get(i + 1).copied();
-            let mut searched = false;
-            if let (Some((tx, rx)), Some((d1, l1))) = (helper, following) {
-                touched.clear();
-                if ca {
-                    cur.flows(g, dest.sw, &mut ahead, |c| touched.push(c));
-                }
-                let job = Ahead {
-                    search: std::mem::replace(&mut next, Search::new(0)),
-                    load: std::mem::take(&mut ahead),
-                    dest: d1,
-                    lid: l1,
-                    touched: std::mem::take(&mut spare),
-                };
-                let sent = tx.send(job).is_ok();
-                let kept = self.place_or_escape(&mut cur, dest.sw);
-                self.record(&cur, routes, sl, d, lid);
-                match spin_recv(rx).filter(|_| sent) {
-                    Some(job) => {
-                        next = job.search;
-                        ahead = job.load;
-                        spare = job.touched;
-                        if kept {
-                            for &c in touched.iter().chain(&spare) {
-                                self.load[c as usize] = ahead[c as usize];
-                            }
-                            searched = true;
-                        } else {
-                            self.commit(&mut cur, dest.sw, ca);
-                        }
+            self.unload(first, d, lid);
+            let mut cur = None;
+            while let Some((tx, rx)) = helper {
+                match spin_recv(rx) {
+                    Some(got) if got.round == round && got.at == i => {
+                        cur = Some(got.search);
+                        break;
                     }
-                    None => {
-                        // The helper is gone: on alone.
-                        next = Search::new(g.len());
-                        self.commit(&mut cur, dest.sw, ca);
+                    // Searched before the last restart.
+                    Some(stale) => {
+                        let _ = tx.send(ToAhead::Spare(stale.search));
                     }
+                    // The helper is gone: on alone.
+                    None => helper = None,
                 }
-            } else {
-                self.place_or_escape(&mut cur, dest.sw);
-                self.commit(&mut cur, dest.sw, ca);
-                self.record(&cur, routes, sl, d, lid);
             }
-            let Some((d1, l1)) = following else {
-                break;
+            let mut cur = match cur {
+                Some(s) => s,
+                None => {
+                    let mut s = own.take().unwrap_or_else(|| Search::new(g.len()));
+                    s.tree(g, &self.load, dest.sw, None);
+                    s
+                }
             };
-            if !searched {
-                self.unload(first, d1, l1);
-                next.tree(g, &self.load, g.topo.dests[d1].sw, None);
-                if helper.is_some() {
-                    ahead.clear();
-                    ahead.extend_from_slice(&self.load);
+            let kept = self.place_or_escape(&mut cur, dest.sw);
+            self.commit(&mut cur, dest.sw, ca);
+            self.record(&cur, routes, sl, d, lid);
+            match helper {
+                Some((tx, _)) => {
+                    let more = i + 1 < jobs.len();
+                    let restarted = kept || !more || {
+                        round += 1;
+                        let restart = ToAhead::Restart {
+                            round,
+                            from: i + 1,
+                            load: self.load.clone(),
+                        };
+                        tx.send(restart).is_ok()
+                    };
+                    if !restarted || tx.send(ToAhead::Spare(cur)).is_err() {
+                        helper = None;
+                    }
                 }
+                None => own = Some(cur),
             }
-            std::mem::swap(&mut cur, &mut next);
         }
     }
 
