@@ -10,7 +10,7 @@
 //! A first pass routes every LID in turn; a second takes each LID's flows off and routes it
 //! again knowing every other LID's, then layers it. The 2^LMC LIDs of a port are separate
 //! destinations and spread the same way. In the second pass a helper thread searches the
-//! next LID's tree while this one is layered; the tables are those of doing it in turn.
+//! trees ahead of the layering; the tables are those of doing it in turn.
 //!
 //! LIDs go in batches of [`BATCH`], one LID per destination switch in turn (so a batch
 //! rarely holds two LIDs of one switch); the trees of a batch are computed in parallel from
