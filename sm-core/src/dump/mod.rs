@@ -20,7 +20,8 @@ mod write;
 pub use lft::{BLOCK_LEN, Destination, Lfts, Mismatch, NO_ROUTE, SwitchLft};
 pub use read::{detect_format, read_lfts, read_lfts_as, read_lfts_str};
 pub use write::{
-    IbrouteOptions, SubnetLstOptions, write_ibroute, write_opensm_lfts, write_subnet_lst,
+    IbrouteOptions, OpensmLftWriter, SubnetLstOptions, write_ibroute, write_opensm_lfts,
+    write_subnet_lst,
 };
 
 use std::path::PathBuf;

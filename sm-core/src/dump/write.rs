@@ -27,40 +27,99 @@ fn switch_ports(f: &Fabric, sw: &SwitchLft) -> Option<u8> {
 /// left out, as are ports beyond the switch (when `f` knows the switch) and LID 0, which
 /// OpenSM never routes.
 pub fn write_opensm_lfts(lfts: &Lfts, f: &Fabric, out: &mut dyn Write) -> io::Result<()> {
-    let lids = LidMap::new(f);
+    let w = OpensmLftWriter::new(f);
     for sw in &lfts.switches {
-        let ports = switch_ports(f, sw);
+        w.switch(sw, out)?;
+    }
+    Ok(())
+}
+
+/// [`write_opensm_lfts`] a switch at a time, for tables too many to hold as one [`Lfts`].
+/// Each LID's destination text is made once, not once per switch.
+pub struct OpensmLftWriter<'f> {
+    f: &'f Fabric,
+    /// What follows `0xLLLL PPP ` on the line of each LID: `tails[offs[l]..offs[l + 1]]`.
+    tails: String,
+    offs: Vec<u32>,
+}
+
+const UNKNOWN_TAIL: &str = "# unknown node and type\n";
+
+impl<'f> OpensmLftWriter<'f> {
+    pub fn new(f: &'f Fabric) -> OpensmLftWriter<'f> {
+        use std::fmt::Write as _;
+        let lids = LidMap::new(f);
+        let (mut tails, mut offs) = (String::new(), vec![0u32]);
+        for p in &lids.owner {
+            match p {
+                Some(p) => {
+                    let port = f.port(*p);
+                    let node = f.node(port.node);
+                    let _ = writeln!(
+                        tails,
+                        "# {} portguid 0x{:016x}: '{}'",
+                        kind_word(node.kind),
+                        port.guid.0,
+                        clean_desc(&node.description)
+                    );
+                }
+                None => tails.push_str(UNKNOWN_TAIL),
+            }
+            offs.push(tails.len() as u32);
+        }
+        OpensmLftWriter { f, tails, offs }
+    }
+
+    fn tail(&self, lid: Lid) -> &str {
+        let l = usize::from(lid.0);
+        match (self.offs.get(l), self.offs.get(l + 1)) {
+            (Some(&a), Some(&b)) => self
+                .tails
+                .get(a as usize..b as usize)
+                .unwrap_or(UNKNOWN_TAIL),
+            _ => UNKNOWN_TAIL,
+        }
+    }
+
+    /// One switch's block.
+    pub fn switch(&self, sw: &SwitchLft, out: &mut dyn Write) -> io::Result<()> {
+        let ports = switch_ports(self.f, sw);
         let top = sw.top().0;
-        writeln!(
-            out,
-            "Unicast lids [0-{top}] of switch Lid {} guid 0x{:016x} ('{}'):",
+        let mut text = format!(
+            "Unicast lids [0-{top}] of switch Lid {} guid 0x{:016x} ('{}'):\n",
             sw.lid.0,
             sw.guid.0,
             clean_desc(&sw.desc)
-        )?;
+        )
+        .into_bytes();
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         for (lid, port) in sw.routes() {
             if lid.0 == 0 || ports.is_some_and(|n| port > n) {
                 continue;
             }
-            write!(out, "0x{:04x} {port:03} # ", lid.0)?;
-            match lids.get(lid) {
-                Some(p) => {
-                    let port = f.port(p);
-                    let node = f.node(port.node);
-                    writeln!(
-                        out,
-                        "{} portguid 0x{:016x}: '{}'",
-                        kind_word(node.kind),
-                        port.guid.0,
-                        clean_desc(&node.description)
-                    )?;
-                }
-                None => writeln!(out, "unknown node and type")?,
+            let l = lid.0;
+            text.extend_from_slice(&[
+                b'0',
+                b'x',
+                HEX[usize::from(l >> 12)],
+                HEX[usize::from(l >> 8 & 15)],
+                HEX[usize::from(l >> 4 & 15)],
+                HEX[usize::from(l & 15)],
+                b' ',
+                b'0' + port / 100,
+                b'0' + port / 10 % 10,
+                b'0' + port % 10,
+                b' ',
+            ]);
+            text.extend_from_slice(self.tail(lid).as_bytes());
+            if text.len() >= 1 << 16 {
+                out.write_all(&text)?;
+                text.clear();
             }
         }
-        writeln!(out, "{top} lids dumped")?;
+        text.extend_from_slice(format!("{top} lids dumped\n").as_bytes());
+        out.write_all(&text)
     }
-    Ok(())
 }
 
 /// How `ibroute` was run.

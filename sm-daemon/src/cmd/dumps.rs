@@ -2,16 +2,20 @@
 //! (`--dump-dir`, else `[dump] dir`), and each file only when its text changed, so an idle
 //! subnet does not rewrite the same files every sweep.
 
-use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{DefaultHasher, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
 
 use anyhow::Context;
 use sm_core::config::{DumpConfig, DumpKind};
-use sm_core::dump::{SubnetLstOptions, write_opensm_lfts, write_subnet_lst};
+use sm_core::dump::{OpensmLftWriter, SubnetLstOptions, write_subnet_lst};
+use sm_core::fabric::NodeIdx;
 use sm_core::partitions::write_pkey_tables;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
-use sm_daemon::core::Sm;
+use sm_daemon::core::{Plan, Sm};
+use sm_mad::Lid;
 
 /// What `--dump-dir` writes when the configuration lists no dumps (what it always wrote).
 const DEFAULT_KINDS: [DumpKind; 2] = [DumpKind::Lfts, DumpKind::SubnetLst];
@@ -23,6 +27,7 @@ pub(crate) struct Dumps {
     kinds: Vec<DumpKind>,
     /// Length and hash of each file's text as last written.
     written: HashMap<&'static str, (usize, u64)>,
+    made_from: Option<MadeFrom>,
 }
 
 impl Dumps {
@@ -49,108 +54,213 @@ impl Dumps {
             dir,
             kinds,
             written: HashMap::new(),
+            made_from: None,
         })
     }
 
-    /// Every file's text now: the configured dumps, and with them the LID store
-    /// (`guid2lid`, for `ibsm analyze --guid2lid`) and the adaptive-routing hints.
-    fn texts(&self, sm: &Sm) -> anyhow::Result<Vec<(&'static str, Vec<u8>)>> {
-        let Some(plan) = sm.plan() else {
+    /// Writes the files whose text changed since they were last written (every file with
+    /// `force`); returns the names written.
+    ///
+    /// Each file is written as it is made, through a temporary file, never held whole in
+    /// memory: the tables of a large subnet run to gigabytes of text. A plan already
+    /// dumped, with the same nodes cut off and the same SM LID, makes the same files, so
+    /// they are not made again (only the LID store, which changes without a plan).
+    pub(crate) fn write(&mut self, sm: &Sm, force: bool) -> anyhow::Result<Vec<&'static str>> {
+        let Some((plan, model)) = sm.snapshot() else {
             return Ok(Vec::new());
         };
         // Nodes cut off since the last heavy sweep are not part of the subnet.
-        let model = sm.model();
-        let absent = model.is_some_and(|m| !m.absent.is_empty());
-        let present = |n| model.is_none_or(|m| m.present(n));
+        let absent: BTreeSet<NodeIdx> = model.map(|m| m.absent.clone()).unwrap_or_default();
+        let made_from = MadeFrom {
+            plan: Arc::downgrade(&plan),
+            absent: absent.clone(),
+            sm_lid: sm.own_lid(),
+        };
+        let same = !force && self.made_from.as_ref().is_some_and(|m| m.same(&made_from));
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        let mut names = Vec::new();
+        if !same {
+            self.write_plan(sm, &plan, &absent, force, &mut names)?;
+        }
+        let guid2lid = sm.lid_store().to_guid2lid();
+        self.emit("guid2lid", force, &mut names, |w| {
+            w.write_all(guid2lid.as_bytes())
+        })?;
+        self.made_from = Some(made_from);
+        if !names.is_empty() {
+            tracing::info!(dir = %self.dir.display(), files = %names.join(" "), "dumps written");
+        }
+        Ok(names)
+    }
+
+    /// The dumps made from the plan.
+    fn write_plan(
+        &mut self,
+        sm: &Sm,
+        plan: &Plan,
+        absent: &BTreeSet<NodeIdx>,
+        force: bool,
+        names: &mut Vec<&'static str>,
+    ) -> anyhow::Result<()> {
+        let present = |n| !absent.contains(&n);
         let kept;
-        let f = if absent {
+        let f = if absent.is_empty() {
+            &plan.fabric
+        } else {
             kept = plan.fabric.without(|n| !present(n));
             &kept
-        } else {
-            &plan.fabric
         };
-        let mut out = Vec::new();
-        for kind in &self.kinds {
-            let mut text = Vec::new();
-            let name = match kind {
+        for kind in self.kinds.clone() {
+            match kind {
                 DumpKind::Lfts => {
-                    let mut lfts = plan.to_lfts();
-                    lfts.switches.retain(|s| f.node_by_guid(s.guid).is_some());
-                    write_opensm_lfts(&lfts, f, &mut text)?;
-                    if let Some(ar) = sm.ar_hints() {
-                        out.push(("ibsm-ar-hints.dump", ar.as_bytes().to_vec()));
+                    let lfts = OpensmLftWriter::new(f);
+                    self.emit("opensm-lfts.dump", force, names, |w| {
+                        plan.each_lft(|t| {
+                            if f.node_by_guid(t.guid).is_some() {
+                                lfts.switch(t, w)?;
+                            }
+                            Ok(())
+                        })
+                    })?;
+                    if let Some(ar) = plan.ar_hints.as_deref() {
+                        self.emit("ibsm-ar-hints.dump", force, names, |w| {
+                            w.write_all(ar.as_bytes())
+                        })?;
                     }
                     if plan.sl.is_some() {
                         // As `ibsm route --path-sl-out / --sl2vl-out` write them.
                         let topo = sm_routing::Topo::new(&plan.fabric)?;
                         let routes = plan.to_routes();
-                        let mut sl = Vec::new();
-                        sm_routing::sl::write_path_sl(&topo, &routes, &mut sl)?;
-                        out.push(("ibsm-path-sl.dump", sl));
-                        let mut vl = Vec::new();
-                        sm_routing::sl::write_sl2vl(&topo, &routes, &mut vl)?;
-                        out.push(("opensm-sl2vl.dump", vl));
+                        self.emit("ibsm-path-sl.dump", force, names, |w| {
+                            sm_routing::sl::write_path_sl(&topo, &routes, w)
+                        })?;
+                        self.emit("opensm-sl2vl.dump", force, names, |w| {
+                            sm_routing::sl::write_sl2vl(&topo, &routes, w)
+                        })?;
                     }
-                    "opensm-lfts.dump"
                 }
                 DumpKind::SubnetLst => {
-                    let sm_lid = Some(sm.own_lid());
-                    write_subnet_lst(f, SubnetLstOptions { sm_lid }, &mut text)?;
-                    "opensm-subnet.lst"
+                    let opts = SubnetLstOptions {
+                        sm_lid: Some(sm.own_lid()),
+                    };
+                    self.emit("opensm-subnet.lst", force, names, |w| {
+                        write_subnet_lst(f, opts, w)
+                    })?;
                 }
                 DumpKind::Topology => {
-                    write_ibnetdiscover(f, &WriteOptions::default(), &mut text)?;
-                    "ibsm-topology.net"
+                    self.emit("ibsm-topology.net", force, names, |w| {
+                        write_ibnetdiscover(f, &WriteOptions::default(), w)
+                    })?;
                 }
                 DumpKind::Pkeys => {
-                    if absent {
-                        let mut pkeys = (*plan.pkeys).clone();
-                        let pf = &plan.fabric;
-                        pkeys.end_ports.retain(|t| present(pf.port(t.port).node));
-                        pkeys.switch_ports.retain(|t| present(pf.port(t.port).node));
-                        write_pkey_tables(&pkeys, pf, &mut text)?;
+                    let pf = &plan.fabric;
+                    let pkeys;
+                    let tables = if absent.is_empty() {
+                        &*plan.pkeys
                     } else {
-                        write_pkey_tables(&plan.pkeys, f, &mut text)?;
-                    }
-                    "ibsm-pkeys.dump"
+                        let mut p = (*plan.pkeys).clone();
+                        p.end_ports.retain(|t| present(pf.port(t.port).node));
+                        p.switch_ports.retain(|t| present(pf.port(t.port).node));
+                        pkeys = p;
+                        &pkeys
+                    };
+                    self.emit("ibsm-pkeys.dump", force, names, |w| {
+                        write_pkey_tables(tables, pf, w)
+                    })?;
                 }
-            };
-            out.push((name, text));
+            }
         }
-        out.push(("guid2lid", sm.lid_store().to_guid2lid().into_bytes()));
-        Ok(out)
+        Ok(())
     }
 
-    /// Writes the files whose text changed since they were last written (every file with
-    /// `force`); returns the names written.
-    pub(crate) fn write(&mut self, sm: &Sm, force: bool) -> anyhow::Result<Vec<&'static str>> {
-        let texts = self.texts(sm)?;
-        if texts.is_empty() {
-            return Ok(Vec::new());
-        }
-        std::fs::create_dir_all(&self.dir)
-            .with_context(|| format!("creating {}", self.dir.display()))?;
-        let mut names = Vec::new();
-        for (name, text) in texts {
-            let mut h = DefaultHasher::new();
-            text.hash(&mut h);
-            let sum = (text.len(), h.finish());
-            if !force && self.written.get(name) == Some(&sum) {
-                continue;
+    /// Makes one file into a temporary one beside it (a reader never sees half a dump),
+    /// kept when its text differs from what was last written there (or with `force`),
+    /// dropped otherwise.
+    fn emit(
+        &mut self,
+        name: &'static str,
+        force: bool,
+        names: &mut Vec<&'static str>,
+        make: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+    ) -> anyhow::Result<()> {
+        let path = self.dir.join(name);
+        let tmp = self.dir.join(format!(".{name}.tmp"));
+        let made = (|| {
+            let file = std::fs::File::create(&tmp)?;
+            let mut w = Summed::new(std::io::BufWriter::with_capacity(1 << 20, file));
+            make(&mut w)?;
+            w.inner.flush()?;
+            Ok::<_, std::io::Error>(w.sum())
+        })();
+        let sum = match made {
+            Ok(sum) => sum,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e).with_context(|| format!("writing {}", path.display()));
             }
-            let path = self.dir.join(name);
-            // Through a temporary file: a reader never sees half a dump.
-            let tmp = self.dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, &text)
-                .and_then(|()| std::fs::rename(&tmp, &path))
-                .with_context(|| format!("writing {}", path.display()))?;
-            self.written.insert(name, sum);
-            names.push(name);
+        };
+        if !force && self.written.get(name) == Some(&sum) {
+            // Unchanged: what is there stays (even if edited behind our back).
+            let _ = std::fs::remove_file(&tmp);
+            return Ok(());
         }
-        if !names.is_empty() {
-            tracing::info!(dir = %self.dir.display(), files = %names.join(" "), "dumps written");
+        std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+        self.written.insert(name, sum);
+        names.push(name);
+        Ok(())
+    }
+}
+
+/// What the plan's dumps were last made from.
+#[derive(Debug)]
+struct MadeFrom {
+    plan: Weak<Plan>,
+    absent: BTreeSet<NodeIdx>,
+    sm_lid: Lid,
+}
+
+impl MadeFrom {
+    fn same(&self, o: &MadeFrom) -> bool {
+        self.plan.ptr_eq(&o.plan)
+            && self.plan.strong_count() > 0
+            && self.absent == o.absent
+            && self.sm_lid == o.sm_lid
+    }
+}
+
+/// A writer that keeps the length and a hash of what passes through it.
+struct Summed<W> {
+    inner: W,
+    len: usize,
+    hash: DefaultHasher,
+}
+
+impl<W: Write> Summed<W> {
+    fn new(inner: W) -> Summed<W> {
+        Summed {
+            inner,
+            len: 0,
+            hash: DefaultHasher::new(),
         }
-        Ok(names)
+    }
+
+    fn sum(&self) -> (usize, u64) {
+        (self.len, self.hash.finish())
+    }
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        let done = buf.get(..n).unwrap_or(buf);
+        self.hash.write(done);
+        self.len += done.len();
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -230,6 +340,13 @@ mod tests {
         heavy_sweep(&mut d);
         let again = dumps.write(&d.sm, false).unwrap();
         assert!(again.is_empty(), "{again:?}");
+        // The files made again to compare are not left behind.
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         assert_eq!(
             std::fs::read_to_string(dir.join("opensm-lfts.dump")).unwrap(),
             "edited"

@@ -186,12 +186,20 @@ impl Plan {
     /// The tables in the dump formats' exchange type (a copy: for dumps and offline use).
     pub fn to_lfts(&self) -> Lfts {
         let mut out = Lfts::new();
-        for (i, &n) in self.switches.iter().enumerate() {
-            let mut t = SwitchLft::for_switch(&self.fabric, n, Lid(0));
-            t.ports = self.lfts.get(i).map(|t| t.to_vec()).unwrap_or_default();
-            out.switches.push(t);
-        }
+        out.switches = (0..self.switches.len()).map(|i| self.lft_of(i)).collect();
         out
+    }
+
+    /// Each switch's table in the dump formats' exchange type, one at a time: all of
+    /// them at once take as much memory again as the plan's tables.
+    pub fn each_lft<E>(&self, mut each: impl FnMut(&SwitchLft) -> Result<(), E>) -> Result<(), E> {
+        (0..self.switches.len()).try_for_each(|i| each(&self.lft_of(i)))
+    }
+
+    fn lft_of(&self, i: usize) -> SwitchLft {
+        let mut t = SwitchLft::for_switch(&self.fabric, self.switches[i], Lid(0));
+        t.ports = self.lfts.get(i).map(|t| t.to_vec()).unwrap_or_default();
+        t
     }
 
     /// The LID of port `p` (its switch's, for a switch port) in this plan.
