@@ -392,7 +392,7 @@ fn deadlocking_tables_are_reported_and_fail_a_once_run() {
     let net = dir.join("torus.net");
     succeed(
         ibsm()
-            .args(["gen", "torus", "--dims", "4x4", "--hosts", "1", "-o"])
+            .args(["gen", "torus", "--dims", "5x5", "--hosts", "1", "-o"])
             .arg(&net),
     );
     let run = |engine: &str| {

@@ -78,6 +78,24 @@ impl Engine for Layered {
                 });
             }
         };
+        // Tori and meshes have a better answer than the general search: dimension order,
+        // perfectly spread, with a dateline layer split.
+        if let Some(grid) = crate::torus::Grid::detect(topo)
+            && grid.layers() <= u32::from(budget)
+        {
+            let (mut routes, mut sl) = grid.route(topo, self.name());
+            sl.compact();
+            routes.sl = Some(std::sync::Arc::new(sl));
+            routes.rule = Rule::Layered;
+            return Ok(routes);
+        }
+        self.route_any(topo, opts, budget)
+    }
+}
+
+impl Layered {
+    /// The general search, for any topology.
+    fn route_any(&self, topo: &Topo<'_>, opts: &Options, budget: u8) -> Result<Routes, RouteError> {
         let (ranking, _, _) = crate::updn::chosen(topo, opts).map_err(|e| match e {
             RouteError::NotApplicable { reason, .. } => RouteError::NotApplicable {
                 engine: "layered",
@@ -1283,7 +1301,6 @@ fn remove(v: &mut Vec<u32>, x: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::routes::Engine;
     use sm_core::generate::{GenSpec, Grid, generate};
 
     /// A torus fills its general layers; the split with more escape layers is tried too
@@ -1298,7 +1315,7 @@ mod tests {
             vl_budget: 8,
             ..Options::default()
         };
-        let routes = Layered.route(&topo, &opts).unwrap();
+        let routes = Layered.route_any(&topo, &opts, 8).unwrap();
         let (ranking, _, _) = crate::updn::chosen(&topo, &opts).unwrap();
         let rules = escape_rules(&topo, &ranking, 6);
         let half = attempt(&topo, &rules[..4], 8, "layered");

@@ -27,6 +27,7 @@ pub mod repair;
 pub mod routes;
 pub mod sl;
 pub mod topo;
+mod torus;
 pub mod updn;
 pub mod validate;
 mod walk;

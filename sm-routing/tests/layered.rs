@@ -97,8 +97,9 @@ proptest! {
 
 #[test]
 fn one_virtual_lane_is_enough_on_a_torus() {
-    // Shortest paths on a torus need several layers; with one VL every tree is up*/down*.
-    let f = generated(&GenSpec::Torus(Grid::new(vec![4, 4, 3], 1)), 0);
+    // Shortest paths on a torus need several layers (four here, two rings of five); with
+    // one VL every tree is up*/down*.
+    let f = generated(&GenSpec::Torus(Grid::new(vec![5, 5, 3], 1)), 0);
     let topo = Topo::new(&f).unwrap();
     for budget in [1, 2, 8] {
         let routes = layered(&topo, budget);
@@ -114,6 +115,40 @@ fn one_virtual_lane_is_enough_on_a_torus() {
     };
     let flat = validate(&topo, &routes, &one_vl);
     assert!(flat.credit_loops > 0, "{flat}");
+}
+
+#[test]
+fn tori_and_meshes_go_dimension_by_dimension_on_every_link_alike() {
+    // (shape, VLs: two per ring of five or more, multiplied; a ring of four is two
+    // single links and needs none).
+    let cases = [
+        (GenSpec::Torus(Grid::new(vec![6, 6, 6], 2)), 8, true),
+        (GenSpec::Torus(Grid::new(vec![4, 4, 4], 1)), 1, true),
+        (GenSpec::Torus(Grid::new(vec![7, 5], 2)), 4, false),
+        (GenSpec::Torus(Grid::new(vec![3, 8], 1)), 2, false),
+        (GenSpec::Mesh(Grid::new(vec![5, 4], 1)), 1, false),
+    ];
+    for (spec, vls, even) in cases {
+        let f = generated(&spec, 0);
+        let topo = Topo::new(&f).unwrap();
+        let routes = layered(&topo, 8);
+        let v = check(&topo, &routes);
+        assert_deadlock_free(&v, 8, &routes);
+        assert_eq!(routes.vls_used(), vls, "{spec:?}");
+        assert_eq!(v.non_minimal_pairs, 0, "{spec:?}: {v}");
+        if even {
+            // A cube: every switch link carries the same number of flows.
+            let a = sm_routing::metrics(&topo, &routes, &sm_routing::MetricsOptions::default())
+                .all_to_all
+                .switch_links;
+            assert_eq!(a.max as f64, a.mean, "{spec:?}");
+        }
+    }
+    // Too few VLs for the datelines: the general search, still deadlock-free.
+    let f = generated(&GenSpec::Torus(Grid::new(vec![6, 6, 6], 1)), 0);
+    let topo = Topo::new(&f).unwrap();
+    let routes = layered(&topo, 4);
+    assert_deadlock_free(&check(&topo, &routes), 4, &routes);
 }
 
 #[test]
