@@ -75,18 +75,28 @@ impl Grid {
             }
             nbrs.push(v);
         }
-        let mut edge: HashMap<(u32, u32), usize> = HashMap::new();
+        // Each link's id, by the slot of either end in the other's neighbour list.
+        let mut off = Vec::with_capacity(n + 1);
+        let mut total = 0usize;
+        for vs in &nbrs {
+            off.push(total);
+            total += vs.len();
+        }
+        let mut slot_edge = vec![usize::MAX; total];
         let mut ends: Vec<(u32, u32)> = Vec::new();
         for (u, vs) in nbrs.iter().enumerate() {
-            for &v in vs {
-                let key = ((u as u32).min(v), (u as u32).max(v));
-                edge.entry(key).or_insert_with(|| {
-                    ends.push(key);
-                    ends.len() - 1
-                });
+            for (j, &v) in vs.iter().enumerate() {
+                if (u as u32) < v {
+                    slot_edge[off[u] + j] = ends.len();
+                    ends.push((u as u32, v));
+                }
             }
         }
-        let id = |a: u32, b: u32| edge.get(&(a.min(b), a.max(b))).copied();
+        let id = |a: u32, b: u32| {
+            let (lo, hi) = (a.min(b) as usize, a.max(b));
+            let j = nbrs[lo].binary_search(&hi).ok()?;
+            slot_edge.get(off[lo] + j).copied()
+        };
         let mut classes = UnionFind::new(ends.len());
         let mut common = Vec::new();
         for (u, vs) in nbrs.iter().enumerate() {
@@ -96,12 +106,15 @@ impl Grid {
                     common.clear();
                     intersect(&nbrs[v as usize], &nbrs[w as usize], u, &mut common);
                     let (uv, uw) = (id(u, v)?, id(u, w)?);
-                    if common.is_empty() {
-                        classes.union(uv, uw);
-                    }
-                    for &x in &common {
-                        classes.union(uv, id(w, x)?);
-                        classes.union(uw, id(v, x)?);
+                    match common[..] {
+                        [] => classes.union(uv, uw),
+                        [x] => {
+                            classes.union(uv, id(w, x)?);
+                            classes.union(uw, id(v, x)?);
+                        }
+                        // In a grid two neighbours of a switch share at most one other
+                        // (fat-trees and dragonflies share many: they stop here).
+                        _ => return None,
                     }
                 }
             }
