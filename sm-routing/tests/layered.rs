@@ -65,8 +65,10 @@ fn spec() -> impl Strategy<Value = GenSpec> {
                 ca_ports: 1,
             })
         }),
-        (prop::collection::vec(2u32..=5, 1..=3), 1u32..=2)
+        (prop::collection::vec(2u32..=6, 1..=3), 1u32..=2)
             .prop_map(|(d, h)| GenSpec::Torus(Grid::new(d, h))),
+        (prop::collection::vec(2u32..=5, 1..=3), 1u32..=2)
+            .prop_map(|(d, h)| GenSpec::Mesh(Grid::new(d, h))),
         (2u32..=6, 2u32..=4, 1u32..=2)
             .prop_map(|(g, a, p)| GenSpec::Dragonfly(Dragonfly::new(g, a, p))),
     ]
