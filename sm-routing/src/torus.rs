@@ -344,14 +344,17 @@ impl Grid {
         }
     }
 
+    /// One step from `x` along factor `f` (off a path's end: a coordinate no switch has,
+    /// or `x` itself).
     fn step(&self, f: usize, x: u16, up: bool) -> u16 {
-        let k = self.factors[f].k;
-        match (up, self.factors[f].ring) {
+        let (x, k) = (u32::from(x), u32::from(self.factors[f].k));
+        let y = match (up, self.factors[f].ring) {
             (true, true) => (x + 1) % k,
             (false, true) => (x + k - 1) % k,
             (true, false) => x + 1,
             (false, false) => x.saturating_sub(1),
-        }
+        };
+        u16::try_from(y).unwrap_or(u16::MAX)
     }
 
     /// The layer of the path from switch coordinates `sc` to `dc`: per ring with
@@ -366,16 +369,19 @@ impl Grid {
             }
             // Along factor f the path starts at the source's coordinate: the factors
             // before it change no coordinate of f.
-            let (from, to, k) = (sc[f], dc[f], fac.k);
+            let (from, to) = (sc[f], dc[f]);
+            let (from32, to32, k) = (u32::from(from), u32::from(to), u32::from(fac.k));
             if from != to {
                 // Steps to go, and the step at which the path is at position 0.
                 let (dist, zero) = if self.forward(f, from, to, tie) {
-                    ((to + k - from) % k, (k - from) % k)
+                    ((to32 + k - from32) % k, (k - from32) % k)
                 } else {
-                    ((from + k - to) % k, from)
+                    ((from32 + k - to32) % k, from32)
                 };
                 if zero >= 1 && zero < dist {
-                    layer |= 1 << bit;
+                    // Fewer than 8 rings with datelines: the route is only taken when
+                    // their layers fit the budget.
+                    layer |= 1u8.checked_shl(bit).unwrap_or(0);
                 }
             }
             bit += 1;
