@@ -182,6 +182,27 @@ fn every_engine_routes_a_fat_tree() {
 }
 
 #[test]
+fn a_torus_is_found_and_the_report_says_how_it_was_routed() {
+    let dir = scratch("grid");
+    let net = generated(&dir, "torus.net", "torus --dims 5x6 --hosts 1");
+    let j = json(&["route", s(&net), "--report", "json"]);
+    clean(&j);
+    assert_eq!(j["engine_used"], "layered");
+    assert_eq!(
+        j["engine_method"],
+        "grid 5-ring x 6-ring: dimension order on 4 layer(s)"
+    );
+    assert_eq!(j["vls_used"], 4);
+    assert_eq!(j["credit_loops"], 0);
+    assert_eq!(j["non_minimal_pairs"], 0);
+    // A fat-tree is no grid: nothing to say.
+    let tree = generated(&dir, "tree.net", "fat-tree --levels 2 --radix 8");
+    let j = json(&["route", s(&tree), "--engine", "layered", "--report", "json"]);
+    assert!(j.get("engine_method").is_none(), "{j}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn a_chain_falls_back_and_says_why() {
     let dir = scratch("chain");
     let net = generated(&dir, "torus.net", "torus --dims 3x3 --hosts 1");

@@ -84,6 +84,11 @@ impl Engine for Layered {
             && grid.layers() <= u32::from(budget)
         {
             let (mut routes, mut sl) = grid.route(topo, self.name());
+            routes.method = Some(format!(
+                "grid {}: dimension order on {} layer(s)",
+                grid.shape(),
+                grid.layers()
+            ));
             sl.compact();
             routes.sl = Some(std::sync::Arc::new(sl));
             routes.rule = Rule::Layered;

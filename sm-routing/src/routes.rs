@@ -112,6 +112,9 @@ pub struct Routes {
     /// Service level of every path, for engines that layer; `None` when every path may
     /// use any SL (all on SL 0).
     pub sl: Option<std::sync::Arc<PathSl>>,
+    /// How the engine went about it, where it has more than one way (the layered engine
+    /// on a torus or mesh); for reports.
+    pub method: Option<String>,
 }
 
 /// The service level of every path: per (source switch, destination LID), as every CA on
@@ -236,6 +239,7 @@ impl Routes {
             ar: None,
             rule: Rule::Shortest,
             sl: None,
+            method: None,
         }
     }
 

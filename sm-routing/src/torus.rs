@@ -257,6 +257,16 @@ impl Grid {
         true
     }
 
+    /// The factors, as `8-ring x 8-ring` (a torus) or `4-path x 3-path` (a mesh); a ring
+    /// of four shows as two 2-paths (single links).
+    pub(crate) fn shape(&self) -> String {
+        self.factors
+            .iter()
+            .map(|f| format!("{}-{}", f.k, if f.ring { "ring" } else { "path" }))
+            .collect::<Vec<_>>()
+            .join(" x ")
+    }
+
     /// Layers the routes need: two per ring with datelines, multiplied.
     pub(crate) fn layers(&self) -> u32 {
         let d = self.factors.iter().filter(|f| f.dateline()).count();

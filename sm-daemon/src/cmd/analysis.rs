@@ -448,6 +448,9 @@ pub(crate) struct Report {
     pub(crate) engine: String,
     /// The engine that made the tables (the table file for `analyze`).
     pub(crate) engine_used: String,
+    /// How it went about it, when it says (the layered engine on a grid).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) engine_method: Option<String>,
     pub(crate) fallbacks: Vec<Fallback>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) tables: Option<TablesIn>,
@@ -515,6 +518,7 @@ pub(crate) struct ReportInput<'a> {
     pub(crate) fabric: &'a Fabric,
     pub(crate) engine: String,
     pub(crate) engine_used: String,
+    pub(crate) engine_method: Option<String>,
     pub(crate) fallbacks: Vec<Fallback>,
     pub(crate) tables: Option<TablesIn>,
     pub(crate) lids: LidInfo,
@@ -531,6 +535,7 @@ impl Report {
             topology: i.topo_path.display().to_string(),
             engine: i.engine,
             engine_used: i.engine_used,
+            engine_method: i.engine_method,
             fallbacks: i.fallbacks,
             tables: i.tables,
             nodes: c.nodes,
@@ -639,6 +644,9 @@ impl Report {
                 "engine",
                 format!("{} (used: {})", self.engine, self.engine_used),
             );
+            if let Some(m) = &self.engine_method {
+                row("  method", m.clone());
+            }
             for f in &self.fallbacks {
                 row("  declined", format!("{}: {}", f.engine, f.reason));
             }

@@ -197,6 +197,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             fabric: &fabric,
             engine: "external".into(),
             engine_used: args.lfts.display().to_string(),
+            engine_method: None,
             fallbacks: Vec::new(),
             tables: Some(tables),
             lids,

@@ -178,6 +178,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
             fabric: &fabric,
             engine: args.engine.clone(),
             engine_used: routes.engine.to_string(),
+            engine_method: routes.method.clone(),
             fallbacks: chain.fallbacks,
             tables: None,
             lids,

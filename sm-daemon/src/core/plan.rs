@@ -161,6 +161,7 @@ impl Plan {
             ar: None,
             rule: self.rule.clone(),
             sl: self.sl.clone(),
+            method: None,
         }
     }
 
@@ -311,6 +312,7 @@ fn route(
                 ar: None,
                 rule: sm_routing::Rule::Shortest,
                 sl: None,
+                method: None,
             },
             switches: Vec::new(),
             sw_of,
@@ -367,6 +369,9 @@ fn route(
     });
     for (i, &n) in topo.switches.iter().enumerate() {
         sw_of[n] = OptIdx::some(SwIdx(i as u32));
+    }
+    if let Some(m) = &chain.routes.method {
+        tracing::info!(engine = chain.routes.engine, method = %m, "routed");
     }
     Ok(Routed {
         engine_used: chain.routes.engine.to_string(),
