@@ -155,6 +155,11 @@ impl PathSl {
         }
     }
 
+    /// The SLs, a row of `lids` per switch, and the row's length.
+    pub(crate) fn cells_mut(&mut self) -> (&mut [u8], usize) {
+        (&mut self.sl, self.lids.max(1))
+    }
+
     /// Renumbers the SLs in use to 0, 1, 2 ... in their order (SL 0 stays 0).
     pub fn compact(&mut self) {
         let mut used = [false; 256];

@@ -20,6 +20,9 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+use sm_mad::Lid;
+
 use crate::routes::{PathSl, Routes};
 use crate::topo::{SwIdx, Topo};
 
@@ -304,35 +307,54 @@ impl Grid {
         // Each LID's place among those of its switch: ties alternate on it, so the LIDs
         // of one switch go half one way, half the other.
         let mut on_switch = vec![0u32; n];
+        let mut lids: Vec<(Lid, usize, u32, u8)> = Vec::new();
         for d in topo.dests.iter() {
             let dsw = d.sw.idx();
-            let dc = self.at(dsw);
             for lid in d.lids() {
-                let tie = on_switch[dsw];
+                lids.push((lid, dsw, on_switch[dsw], d.sw_port));
                 on_switch[dsw] += 1;
-                for s in 0..n {
-                    let port = if s == dsw {
-                        Some(d.sw_port)
-                    } else {
-                        let sc = self.at(s);
-                        let Some(f) = (0..nf).find(|&f| sc[f] != dc[f]) else {
-                            continue;
-                        };
+            }
+        }
+        // Each switch's table and SLs on their own: in parallel.
+        let each = |(s, (table, sls)): (usize, (&mut Vec<u8>, &mut [u8]))| {
+            let sc = self.at(s);
+            for &(lid, dsw, tie, sw_port) in &lids {
+                let dc = self.at(dsw);
+                let port = if s == dsw {
+                    Some(sw_port)
+                } else {
+                    (0..nf).find(|&f| sc[f] != dc[f]).and_then(|f| {
                         let up = self.forward(f, sc[f], dc[f], tie);
                         let links = &ports[(s * nf + f) * 2 + usize::from(up)];
                         // Parallel links share the LIDs.
                         links.get(usize::from(lid.0) % links.len().max(1)).copied()
-                    };
-                    let Some(port) = port else { continue };
-                    if let Some(e) = routes.lft[s].get_mut(usize::from(lid.0)) {
-                        *e = port;
-                    }
-                    let layer = self.layer(self.at(s), dc, tie);
-                    if layer != 0 {
-                        sl.set(SwIdx(s as u32), lid, layer);
-                    }
+                    })
+                };
+                let Some(port) = port else { continue };
+                let l = usize::from(lid.0);
+                if let Some(e) = table.get_mut(l) {
+                    *e = port;
+                }
+                if let Some(e) = sls.get_mut(l) {
+                    *e = self.layer(sc, dc, tie);
                 }
             }
+        };
+        let (cells, width) = sl.cells_mut();
+        if crate::par::worth(n * lids.len()) {
+            routes
+                .lft
+                .par_iter_mut()
+                .zip(cells.par_chunks_mut(width))
+                .enumerate()
+                .for_each(each);
+        } else {
+            routes
+                .lft
+                .iter_mut()
+                .zip(cells.chunks_mut(width))
+                .enumerate()
+                .for_each(each);
         }
         (routes, sl)
     }
