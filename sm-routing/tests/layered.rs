@@ -149,6 +149,13 @@ fn tori_and_meshes_go_dimension_by_dimension_on_every_link_alike() {
     // Too few VLs for the datelines: the general search, still deadlock-free.
     let f = generated(&GenSpec::Torus(Grid::new(vec![6, 6, 6], 1)), 0);
     let topo = Topo::new(&f).unwrap();
+    // Switches' tables are made in parallel: the same on one thread.
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| layered(&topo, 8));
+    assert_eq!(one, layered(&topo, 8));
     let routes = layered(&topo, 4);
     assert_deadlock_free(&check(&topo, &routes), 4, &routes);
 }
