@@ -10,8 +10,8 @@
 //! every link.
 //!
 //! Routes correct the factors in order, each the short way round (a tie, half way round
-//! an even ring, goes one way or the other by the destination's coordinate and LID, so
-//! both directions carry half). Turns only go from a factor to a later one, so a cycle
+//! an even ring, goes one way or the other by the destination's coordinate and the LID's
+//! place among its switch's LIDs, so both directions carry half). Turns only go from a factor to a later one, so a cycle
 //! of channel dependencies can only run round one ring. A ring of five or more switches
 //! gets two datelines, at positions 0 and `k / 2`: a path never passes straight through
 //! both, so each path is put on the layer (SL) whose dateline it does not pass in every
@@ -78,7 +78,7 @@ impl Grid {
             }
             nbrs.push(v);
         }
-        // Each link's id, by the slot of either end in the other's neighbour list.
+        // Each link's id, by the slot of its higher end in its lower end's neighbours.
         let mut off = Vec::with_capacity(n + 1);
         let mut total = 0usize;
         for vs in &nbrs {
