@@ -1,5 +1,6 @@
 //! SLs end to end under ibsim: `ibsm run --umad` with the default engine (auto) on a
-//! Dragonfly, which is no fat-tree, so it routes with the VL-layered engine. Checked with the
+//! Dragonfly and on a torus, which are no fat-trees, so they route with the VL-layered
+//! engine (the torus in dimension order on dateline SLs). Checked with the
 //! real tools against what ibsm says it chose (its `ibsm-path-sl.dump`):
 //!
 //! - `saquery PR` answers every sampled pair with the SL of its path;
@@ -16,7 +17,7 @@ use std::time::Duration;
 
 use ibsm_tests::{Background, Ibsim, Scratch, ibsm_bin, poll, wait_for_text};
 use sm_core::fabric::NodeKind;
-use sm_core::generate::{Dragonfly, GenSpec, IbsimLimits, generate};
+use sm_core::generate::{Dragonfly, GenSpec, Grid, IbsimLimits, generate};
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
 use sm_mad::Lid;
 use sm_routing::sl::SourceSl;
@@ -38,13 +39,68 @@ fn hex_field(text: &str, name: &str) -> Option<u8> {
 
 #[test]
 fn a_dragonfly_under_ibsim_gets_its_sls_in_path_records_and_sl2vl_tables() {
-    let scratch = Scratch::new("layered", "dragonfly");
-    let dir = scratch.path();
     let fabric = generate(&GenSpec::Dragonfly(Dragonfly::new(5, 4, 2))).unwrap();
+    let seen = layered_under_ibsim("dragonfly", &fabric);
+    assert!(
+        seen.vls >= 2,
+        "the dragonfly's paths need more than one VL: {:?}",
+        seen.used
+    );
+}
+
+#[test]
+fn a_torus_under_ibsim_goes_dimension_by_dimension_on_its_dateline_sls() {
+    // Rings of five and six: two datelines each, four SLs.
+    let fabric = generate(&GenSpec::Torus(Grid::new(vec![5, 6], 1))).unwrap();
+    let seen = layered_under_ibsim("torus", &fabric);
+    assert_eq!(
+        seen.dumped,
+        (0..4).collect(),
+        "the SLs of the torus's paths, as ibsm dumped them"
+    );
+    assert!(
+        seen.log.contains("grid 5-ring x 6-ring"),
+        "the SM did not route the torus as a grid: {}",
+        seen.log
+    );
+    // Every traced path is a shortest one, counted in the fabric ibnetdiscover saw.
+    let topo = sm_routing::Topo::new(&seen.fabric).unwrap();
+    let hops = topo.hop_matrix();
+    let sw_of = |lid: u16| topo.dest_of(Lid(lid)).unwrap().sw;
+    for (out, (s, d)) in &seen.traces {
+        // One `[port] -> switch port {guid}...` line per switch on the way.
+        let switches = out
+            .lines()
+            .filter(|l| l.starts_with('[') && l.contains("] -> switch port {"))
+            .count();
+        let shortest = usize::from(hops.get(sw_of(*s), sw_of(*d))) + 1;
+        assert_eq!(switches, shortest, "ibtracert {s} {d}: {out}");
+    }
+}
+
+/// What one layered run under ibsim showed.
+struct Seen {
+    fabric: sm_core::Fabric,
+    /// SLs the sampled path records carried.
+    used: std::collections::BTreeSet<u8>,
+    vls: u8,
+    /// SLs of every CA-to-CA path in ibsm's path-SL dump.
+    dumped: std::collections::BTreeSet<u8>,
+    log: String,
+    /// `ibtracert` output for sampled (source, destination) LID pairs.
+    traces: Vec<(String, (u16, u16))>,
+}
+
+/// Brings `fabric` up under ibsim with `ibsm run --umad` (engine auto, so layered) and
+/// checks with the real tools that path records carry the dumped SLs, every switch maps SL
+/// `i` to VL `i`, and sampled pairs are delivered.
+fn layered_under_ibsim(name: &str, fabric: &sm_core::Fabric) -> Seen {
+    let scratch = Scratch::new("layered", name);
+    let dir = scratch.path();
     let mut net = Vec::new();
-    write_ibnetdiscover(&fabric, &WriteOptions::default(), &mut net).unwrap();
+    write_ibnetdiscover(fabric, &WriteOptions::default(), &mut net).unwrap();
     std::fs::write(dir.join("fabric.net"), &net).unwrap();
-    let flags: Vec<String> = IbsimLimits::of(&fabric)
+    let flags: Vec<String> = IbsimLimits::of(fabric)
         .flags()
         .split_whitespace()
         .map(String::from)
@@ -104,10 +160,6 @@ fn a_dragonfly_under_ibsim_gets_its_sls_in_path_records_and_sl2vl_tables() {
         used.insert(sl);
     }
     let vls = *used.iter().max().unwrap() + 1;
-    assert!(
-        vls >= 2,
-        "the dragonfly's paths need more than one VL: {used:?}"
-    );
 
     // smpquery sl2vl: SL i on VL i for every SL in use, from every input port.
     let switches: Vec<(u16, Vec<u8>)> = seen
@@ -156,12 +208,31 @@ fn a_dragonfly_under_ibsim_gets_its_sls_in_path_records_and_sl2vl_tables() {
         .step_by(4)
         .map(|(s, d)| format!("ibtracert {s} {d}"))
         .collect();
-    for (out, cmd) in batch(&sim, &cmds).iter().zip(&cmds) {
+    let traced: Vec<(u16, u16)> = pairs.iter().step_by(4).copied().collect();
+    let outs = batch(&sim, &cmds);
+    for (out, cmd) in outs.iter().zip(&cmds) {
         let d = cmd.rsplit(' ').next().unwrap();
         assert!(
             out.lines()
                 .any(|l| l.starts_with("To ") && l.contains(&format!("lid {d}-{d}"))),
             "{cmd} did not arrive: {out}"
         );
+    }
+    let dumped = ca_lids
+        .iter()
+        .flat_map(|&a| {
+            ca_lids
+                .iter()
+                .filter_map(move |&b| (a != b).then_some((a, b)))
+        })
+        .filter_map(|(a, b)| sls.get(Lid(a), Lid(b)))
+        .collect();
+    Seen {
+        fabric: seen,
+        used,
+        vls,
+        dumped,
+        log: std::fs::read_to_string(&log_path).unwrap(),
+        traces: outs.into_iter().zip(traced).collect(),
     }
 }
