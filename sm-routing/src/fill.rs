@@ -158,7 +158,7 @@ pub(crate) fn fill<P: Policy>(
             SwIdx(s as u32),
             table,
             ar,
-            lid_len,
+            (lid_len, opts.sm_lid),
             prev,
             sc,
         )
@@ -188,7 +188,7 @@ fn fill_switch<P: Policy>(
     s: SwIdx,
     table: &mut [u8],
     mut ar: Option<&mut SwitchAr>,
-    lid_len: usize,
+    (lid_len, sm_lid): (usize, Option<Lid>),
     prev: Option<&LftTable>,
     sc: &mut Scratch,
 ) {
@@ -238,6 +238,7 @@ fn fill_switch<P: Policy>(
             let pick = match (kept, single(mask)) {
                 (Some(i), _) => Some(i),
                 (None, Some(one)) => Some(one),
+                (None, None) if Some(job.lid) == sm_lid => spread(mask, &keys, topo.guid(s).0),
                 (None, None) => {
                     let mut narrowed = [0u64; 4];
                     let pick = if job.tag.get().is_some_and(|tag| {
@@ -325,6 +326,25 @@ fn least_loaded(
         }
     }
     pick
+}
+
+/// One of the least loaded candidates, chosen by a hash of the switch's GUID rather than
+/// the lowest port (see [`crate::Options::sm_lid`]).
+fn spread(mask: &[u64], keys: &[u32; 256], guid: u64) -> Option<usize> {
+    let set = || {
+        mask.iter().enumerate().flat_map(|(w, &bits)| {
+            std::iter::successors((bits != 0).then_some(bits), |b| {
+                let next = b & (b - 1);
+                (next != 0).then_some(next)
+            })
+            .map(move |b| w * 64 + b.trailing_zeros() as usize)
+        })
+    };
+    let load = set().map(|i| keys[i] >> 8).min()?;
+    let least = || set().filter(|&i| keys[i] >> 8 == load);
+    let n = least().count();
+    let nth = (crate::mcast::mix(guid) % n as u64) as usize;
+    least().nth(nth)
 }
 
 /// The adaptive-routing group of a candidate set (`u16::MAX` for a single port).

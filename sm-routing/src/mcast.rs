@@ -107,6 +107,16 @@ pub enum TreeOrder {
 }
 
 impl TreeOrder {
+    /// The order of routes made under `rule`: its ranks for up*/down* (the same as
+    /// [`TreeOrder::for_engine`] gives for the engine that made them, without computing
+    /// them again), [`TreeOrder::Free`] otherwise.
+    pub fn for_rule(rule: &crate::Rule) -> TreeOrder {
+        match rule {
+            crate::Rule::UpDown { rank, .. } => TreeOrder::Ranked(rank.clone()),
+            crate::Rule::Shortest | crate::Rule::Layered => TreeOrder::Free,
+        }
+    }
+
     /// The order that keeps multicast free of credit loops with the unicast routes of an
     /// engine: `updn`'s ranks (with the same choice of roots the engine makes), `ftree`'s
     /// ranks, and [`TreeOrder::Free`] for any other engine.
@@ -172,7 +182,7 @@ impl GroupTree {
 const FAR: u32 = u32::MAX;
 
 /// SplitMix64 finaliser: a deterministic spread of (MLID, switch) over candidates.
-fn mix(x: u64) -> u64 {
+pub(crate) fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

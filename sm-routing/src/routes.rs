@@ -22,6 +22,11 @@ pub struct Options {
     pub previous: Option<std::sync::Arc<PreviousTables>>,
     /// Virtual lanes a layering engine may use (0 = its default, 8).
     pub vl_budget: u8,
+    /// The SM's LID. Its routes break ties per switch instead of to the lowest port, so
+    /// that few switches send their traps through any one neighbour: when a link fails and
+    /// the trap of the end whose route crossed it dies with it, the SM has few ports to
+    /// read at the other end.
+    pub sm_lid: Option<Lid>,
 }
 
 /// Forwarding tables by switch GUID (index = LID), as an SM last programmed them.

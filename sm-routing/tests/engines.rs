@@ -427,3 +427,63 @@ fn unknown_engine_stops_the_chain() {
     let err = route_chain("ftree,nosuch,updn", &topo, &Options::default()).unwrap_err();
     assert!(matches!(err, RouteError::UnknownEngine(_)), "{err}");
 }
+
+/// The SM's LID breaks its ties per switch: switches send their traps to the SM through
+/// many neighbours instead of all through their lowest port (so a lost link silences few
+/// of them), and every choice is still one the engine allows, as short as before.
+#[test]
+fn the_sms_lid_is_spread_over_equal_choices() {
+    let f = fabric(
+        &GenSpec::FatTree3(FatTree3 {
+            pods: Some(8),
+            ..FatTree3::new(8)
+        }),
+        0,
+    );
+    let topo = Topo::new(&f).unwrap();
+    let sm = topo
+        .dests
+        .iter()
+        .find(|d| d.kind == NodeKind::Ca)
+        .unwrap()
+        .base_lid;
+    // The most switches that send the SM's LID through one neighbour.
+    let busiest = |r: &Routes| {
+        let mut through = vec![0usize; topo.num_switches()];
+        for s in (0..topo.num_switches()).map(|i| SwIdx(i as u32)) {
+            let p = r.port(s, sm).unwrap();
+            if let Some(a) = topo.adj(s).iter().find(|a| a.port == p) {
+                through[a.peer.idx()] += 1;
+            }
+        }
+        through.into_iter().max().unwrap()
+    };
+    for name in ["minhop", "updn", "ftree"] {
+        let plain = engine(name)
+            .unwrap()
+            .route(&topo, &Options::default())
+            .unwrap();
+        let opts = Options {
+            sm_lid: Some(sm),
+            ..Options::default()
+        };
+        let spread = engine(name).unwrap().route(&topo, &opts).unwrap();
+        assert!(
+            busiest(&spread) < busiest(&plain),
+            "{name}: {} switches still send the SM's LID through one neighbour (plain: {})",
+            busiest(&spread),
+            busiest(&plain)
+        );
+        for s in (0..topo.num_switches()).map(|i| SwIdx(i as u32)) {
+            assert_eq!(
+                walk(&topo, &spread, s, sm).unwrap().len(),
+                walk(&topo, &plain, s, sm).unwrap().len(),
+                "{name}: a longer way to the SM"
+            );
+        }
+        check_reach(&topo, &spread);
+        if name != "minhop" {
+            assert!(!has_credit_loop(&topo, &spread), "{name}: credit loop");
+        }
+    }
+}
