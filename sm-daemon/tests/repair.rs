@@ -30,15 +30,21 @@ fn fat_tree() -> Fabric {
 }
 
 fn up(f: &Fabric, routing: &str) -> (SimDriver, SweepReport) {
+    up_with(
+        f,
+        Params {
+            routing: routing.into(),
+            ..Params::default()
+        },
+    )
+}
+
+fn up_with(f: &Fabric, params: Params) -> (SimDriver, SweepReport) {
     let sm = f
         .cas()
         .flat_map(|n| f.node_ports(n))
         .find(|&p| f.port(p).remote.is_some())
         .unwrap();
-    let params = Params {
-        routing: routing.into(),
-        ..Params::default()
-    };
     let mut d = SimDriver::new(f, sm, params, LidStore::new(), SimConfig::default());
     d.start();
     let e = d
@@ -331,4 +337,118 @@ fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine
     let v = validate(&topo, &plan.to_routes(), &ValidateOptions::default());
     assert_eq!(v.credit_loops, 0, "{v}");
     assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
+}
+
+/// Every switch-to-switch link outside the SM's pod goes down and comes back. The look
+/// reads the switches that trapped along the way their traps came and represses each
+/// trap the same way, so no Get crosses the dead link (nothing retried, nothing lost)
+/// and no trap repeats into another repair: where the link carried neither end's traps,
+/// one repair sees both ends. Every repair costs at most its LFT blocks + 20 SMPs.
+#[test]
+fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
+    let f = fat_tree();
+    // No light sweeps: one due as a link goes sends its LID-routed Gets the dead way,
+    // and this test counts the repairs' own.
+    let (mut d, _) = up_with(
+        &f,
+        Params {
+            routing: "minhop".into(),
+            sweep_interval: std::time::Duration::ZERO,
+            ..Params::default()
+        },
+    );
+    let original = tables(&d, &f);
+    let sm_lid = usize::from(d.sm.own_lid().0);
+    let pod0 = |p: PortIdx| f.node(f.port(p).node).description.ends_with("pod 0");
+    let switch = |p: PortIdx| f.node(f.port(p).node).kind == NodeKind::Switch;
+    let links: Vec<(PortIdx, PortIdx)> = f
+        .links()
+        .filter(|&(a, b)| switch(a) && switch(b) && !pod0(a) && !pod0(b))
+        .collect();
+    assert!(links.len() >= 64, "{} links", links.len());
+    let mut lone = 0;
+    for (a, b) in links {
+        let name =
+            |p: PortIdx| format!("{}[{}]", f.node(f.port(p).node).description, f.port(p).num);
+        let what = format!("{} - {}", name(a), name(b));
+        // Does the link carry one end's traps to the SM? Then that end's trap dies.
+        let carries = [a, b]
+            .iter()
+            .any(|&p| original[&f.node(f.port(p).node).guid].get(sm_lid) == Some(&f.port(p).num));
+        for (fault, step) in [(Fault::LinkDown(a), "down"), (Fault::LinkUp(a), "up")] {
+            d.sim.apply_fault(fault).unwrap();
+            let sweeps = run_watching(&mut d, 100 * MS, |_| {});
+            let what = format!("{what} {step}");
+            repairs_only(&sweeps, &what);
+            for r in &sweeps {
+                assert_eq!(
+                    (r.mads_retried, r.mads_lost),
+                    (0, 0),
+                    "{what}: a Get went the dead way ({})",
+                    r.trigger
+                );
+                assert!(
+                    r.mads_sent <= r.lft_blocks_sent + 20,
+                    "{what}: {} SMPs for {} blocks ({})",
+                    r.mads_sent,
+                    r.lft_blocks_sent,
+                    r.trigger
+                );
+            }
+            if step == "down" && carries {
+                lone += 1;
+            } else {
+                assert_eq!(sweeps.len(), 1, "{what}: {} repairs", sweeps.len());
+                let guids = [a, b].map(|p| f.node(f.port(p).node).guid.to_string());
+                assert!(
+                    guids.iter().all(|g| sweeps[0].trigger.contains(g.as_str())),
+                    "{what}: one end's trap is missing ({})",
+                    sweeps[0].trigger
+                );
+            }
+        }
+        all_pairs_delivered(&d, &what);
+    }
+    assert!(lone > 0, "no link carried an end's traps");
+    assert!(
+        tables(&d, &f) == original,
+        "the tables are not the original ones"
+    );
+}
+
+/// Every spine and core switch outside the SM's pod reboots in turn (dark for 50 ms, back
+/// with empty tables). Some of its neighbours send their traps to the SM through it, so
+/// theirs die with it; the repair finds their side anyway, and every repair ends with the
+/// subnet up, every pair delivered and, once the switch is back, the original tables.
+#[test]
+fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
+    let f = fat_tree();
+    for routing in ["updn", "minhop"] {
+        let (mut d, _) = up(&f, routing);
+        let original = tables(&d, &f);
+        let switches: Vec<NodeIdx> = f
+            .switches()
+            .filter(|&n| {
+                let desc = &f.node(n).description;
+                !desc.starts_with("leaf") && !desc.ends_with("pod 0")
+            })
+            .collect();
+        assert!(switches.len() >= 20, "{} switches", switches.len());
+        for n in switches {
+            let what = format!("{routing}: {} reboots", f.node(n).description);
+            d.sim
+                .apply_fault(Fault::Reboot {
+                    node: n,
+                    down: 50 * MS,
+                })
+                .unwrap();
+            let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+            repairs_only(&sweeps, &what);
+            all_pairs_delivered(&d, &what);
+            assert!(
+                tables(&d, &f) == original,
+                "{what}: the tables are not the original ones once it is back"
+            );
+        }
+    }
 }

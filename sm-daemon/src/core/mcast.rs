@@ -44,7 +44,6 @@ pub(super) enum McastSet {
 pub(super) struct SyncInput<'a> {
     pub(super) model: &'a Discovered,
     pub(super) plan: &'a Plan,
-    pub(super) routing: &'a sm_routing::Options,
     pub(super) groups: &'a McRegistry,
     /// Groups the SA changed since the last sync.
     pub(super) changed: BTreeSet<Lid>,
@@ -177,8 +176,9 @@ impl McastState {
                     return out;
                 }
             };
-            let order = TreeOrder::for_engine(&topo, &i.plan.engine_used, i.routing)
-                .unwrap_or(TreeOrder::Free);
+            // The plan's own ranks: the trees keep to the order its unicast routes obey
+            // (a repair keeps those ranks), and recomputing them costs an all-pairs pass.
+            let order = TreeOrder::for_rule(&i.plan.rule);
             let mut planner = McastPlanner::new(&topo, order);
             let mut want = match self.want.take() {
                 Some(w) if !fresh => w,

@@ -1858,7 +1858,6 @@ impl Sm {
         let synced = self.mcast.sync(SyncInput {
             model,
             plan,
-            routing: &self.p.routing_options,
             groups: self.sa.mcast(),
             changed,
             all,
@@ -1911,7 +1910,13 @@ impl Sm {
 
     fn on_trap(&mut self, now: Instant, slid: Lid, s: &smp::Repr) {
         let key = self.mkeys.present(self.holder_of_lid(slid));
-        let Some(trap) = traps::Trap::read(s, slid, key) else {
+        let back = match (&self.plan, &self.model, self.sa.db()) {
+            (Some(plan), Some(m), Some(db)) if self.election.is_master() => db
+                .port_by_lid(slid)
+                .and_then(|q| plan.route_back(m.own, plan.fabric.port(q).node)),
+            _ => None,
+        };
+        let Some(trap) = traps::Trap::read(s, slid, key, back.as_deref()) else {
             return;
         };
         // Repress first, so the issuer stops repeating.

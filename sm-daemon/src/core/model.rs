@@ -6,6 +6,8 @@
 //! nothing downstream guesses it. Discovery fills the model; the answers to our Sets keep
 //! it current (a GetResp carries the attribute as the node now holds it).
 
+use std::collections::{BTreeSet, HashMap};
+
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::idx::{CowVec, IdxVec};
 use sm_mad::{Guid, Lid, node_info, port_info, switch_info};
@@ -283,6 +285,49 @@ impl Discovered {
             at = f.port(out).remote?;
         }
         Some(at)
+    }
+
+    /// A shortest directed route from the SM's port to switch `to` that enters no switch of
+    /// `avoid` and crosses no port `blocked` names (links known down, not yet applied).
+    pub(super) fn path_avoiding(
+        &self,
+        to: NodeIdx,
+        avoid: &BTreeSet<NodeIdx>,
+        blocked: impl Fn(PortIdx) -> bool,
+    ) -> Option<DrPath> {
+        let f = &self.fabric;
+        let start = f.port(self.own).node;
+        let mut via: HashMap<NodeIdx, (NodeIdx, u8)> = HashMap::new();
+        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
+        let mut seen = BTreeSet::from([start]);
+        while let Some((n, hops)) = queue.pop_front() {
+            if n == to {
+                let mut path = DrPath::new();
+                let mut at = n;
+                while let Some(&(up, exit)) = via.get(&at) {
+                    let _ = path.push(exit);
+                    at = up;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            if hops >= sm_mad::smp::MAX_HOPS as usize || (n != start && !self.is_switch(n)) {
+                continue;
+            }
+            for p in f.node_ports(n) {
+                if (n == start && p != self.own && !self.is_switch(n)) || blocked(p) {
+                    continue;
+                }
+                let Some(r) = f.port(p).remote else { continue };
+                let t = f.port(r).node;
+                if blocked(r) || avoid.contains(&t) || !seen.insert(t) {
+                    continue;
+                }
+                via.insert(t, (n, f.port(p).num));
+                queue.push_back((t, hops + 1));
+            }
+        }
+        None
     }
 
     /// After links changed: every node and CA port whose directed route crosses a link

@@ -203,6 +203,28 @@ impl Plan {
         t
     }
 
+    /// The directed route from the SM's port `own` to node `from` that retraces, backwards,
+    /// the LID route `from` takes to the SM: the way its trap just came, so it avoids the
+    /// link whose loss the trap reports even when the route discovery found crosses it.
+    /// `None` if the tables do not lead from `from` to the SM.
+    pub fn route_back(&self, own: PortIdx, from: NodeIdx) -> Option<super::model::DrPath> {
+        let f = &self.fabric;
+        let sm_lid = usize::from(self.lid_of(own).0);
+        let target = f.port(own).node;
+        let mut path = super::model::DrPath::new();
+        let mut n = from;
+        while n != target {
+            let exit = self.lft(n)?.get(sm_lid)?;
+            let r = f.port(f.port_of(n, exit)?).remote?;
+            if !path.push(f.port(r).num) {
+                return None;
+            }
+            n = f.port(r).node;
+        }
+        path.reverse();
+        Some(path)
+    }
+
     /// The LID of port `p` (its switch's, for a switch port) in this plan.
     pub fn lid_of(&self, p: PortIdx) -> Lid {
         self.fabric.port(self.fabric.lid_port(p)).lid
@@ -330,6 +352,7 @@ fn route(
         n => n,
     };
     opts.vl_budget = configured.min(link_vls(d, fabric, p.max_op_vls));
+    opts.sm_lid = Some(fabric.port(fabric.lid_port(d.own)).lid).filter(|l| l.0 != 0);
     if p.sticky_routes {
         opts.previous = previous.map(|pl| {
             let guids = pl

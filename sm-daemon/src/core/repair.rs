@@ -52,11 +52,8 @@ impl LinkChange {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
-    /// Reading the ports of the switches that trapped.
+    /// Reading the ports of the switches that trapped, a lone switch's a stage at a time.
     Look,
-    /// Reading the other ports of a switch that trapped alone, where the likely ones
-    /// showed no change.
-    LookRest,
     /// Asking who is across the ports that came up or trained again, and whether a switch
     /// there kept its state.
     Identify,
@@ -97,10 +94,14 @@ pub(super) struct Repair {
     switch_infos: HashMap<NodeIdx, switch_info::Repr>,
     /// The route to each node across (through the port found up).
     paths: HashMap<NodeIdx, DrPath>,
-    /// Ports of switches that trapped alone left unread until their likely ports show
-    /// nothing.
-    rest: Vec<(NodeIdx, Vec<PortIdx>)>,
+    /// The route to each switch that trapped, back along the way its trap came.
+    back: HashMap<NodeIdx, DrPath>,
+    /// Ports of switches that trapped alone, left unread until the ports read before
+    /// them show nothing: stages, first to read first.
+    rest: Vec<(NodeIdx, VecDeque<Vec<PortIdx>>)>,
     failed: Option<String>,
+    /// Whether the neighbours silenced by a switch gone dark were looked for.
+    orphans_read: bool,
     /// Ports whose PortInfo, or the NodeInfo across them, went unanswered (a route that
     /// crossed a link going down meanwhile): what they would have told is left out, and
     /// their switches are looked at again by the next repair.
@@ -151,22 +152,48 @@ impl Repair {
             across: HashMap::new(),
             switch_infos: HashMap::new(),
             paths: HashMap::new(),
+            back: HashMap::new(),
             rest: Vec::new(),
             failed: None,
+            orphans_read: false,
             unanswered: Vec::new(),
         };
+        for &s in &r.trapped {
+            if let Some(path) = plan.route_back(m.own, s) {
+                r.back.insert(s, path);
+            }
+        }
         for port in r.candidates(m, plan) {
             let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
-            r.read_port(m, port, Target::Port(port), key);
+            r.read_port(m, port, r.target(m, port), key);
         }
         Ok(r)
     }
 
+    /// Where to send a Get about port `p`: along its trap's way back for a switch that
+    /// trapped, else the model's route.
+    fn target(&self, m: &Discovered, p: PortIdx) -> Target {
+        match self.back.get(&m.fabric.port(p).node) {
+            Some(&path) => Target::Path(path),
+            None => Target::Port(p),
+        }
+    }
+
+    /// The route to the agent of port `p` (see [`Repair::target`]).
+    fn route_to(&self, m: &Discovered, p: PortIdx) -> Option<DrPath> {
+        self.back
+            .get(&m.fabric.port(p).node)
+            .copied()
+            .or_else(|| m.route_to(p))
+    }
+
     /// The ports worth reading: both ends of every link (present, or gone down before)
-    /// between two switches that trapped. Of a switch that trapped alone, the ports
-    /// whose far end could not have told us: a port down in the model (it may have come
-    /// up), one to a CA or to a node cut off, one whose far switch sends the SM's LID
-    /// across it (its trap died with the link). The rest wait in `rest`.
+    /// between two switches that trapped. Of a switch that trapped alone, in stages:
+    /// first the ports whose loss a repair saw (the trap may repeat that loss: its first
+    /// copy could not reach us); then the ports whose far end could not have told us: a
+    /// port down in the model (it may have come up), one to a CA or to a node cut off,
+    /// one whose far switch sends the SM's LID across it (its trap died with the link);
+    /// then the rest. Later stages wait in `rest`.
     fn candidates(&mut self, m: &Discovered, plan: &Plan) -> Vec<PortIdx> {
         let f = &m.fabric;
         let sm_lid = usize::from(m.own_lid().0);
@@ -196,13 +223,19 @@ impl Repair {
                 })
                 .collect();
             if paired.is_empty() {
-                let (first, rest): (Vec<PortIdx>, Vec<PortIdx>) = f
+                let (lost, others): (Vec<PortIdx>, Vec<PortIdx>) = f
                     .node_ports(s)
                     .filter(|&p| f.port(p).num != 0)
-                    .partition(|&p| likely(p));
-                out.extend(first);
-                if !rest.is_empty() {
-                    self.rest.push((s, rest));
+                    .partition(|&p| f.port(p).remote.is_none() && m.former_peer(p).is_some());
+                let (first, rest): (Vec<PortIdx>, Vec<PortIdx>) =
+                    others.into_iter().partition(|&p| likely(p));
+                let mut stages: VecDeque<Vec<PortIdx>> = [lost, first, rest]
+                    .into_iter()
+                    .filter(|v| !v.is_empty())
+                    .collect();
+                out.extend(stages.pop_front().unwrap_or_default());
+                if !stages.is_empty() {
+                    self.rest.push((s, stages));
                 }
             } else {
                 out.extend(paired);
@@ -264,7 +297,7 @@ impl Repair {
                 let Some(n) = m.fabric.node_by_guid(ni.node_guid) else {
                     return;
                 };
-                let mut path = m.route_to(port).unwrap_or_default();
+                let mut path = self.route_to(m, port).unwrap_or_default();
                 if !path.push(m.fabric.port(port).num) || self.paths.contains_key(&n) {
                     return;
                 }
@@ -304,9 +337,11 @@ impl Repair {
         }
         let f = &m.fabric;
         if self.step == Step::Look {
-            self.step = Step::LookRest;
-            // A lone switch whose likely ports show no change: the change is elsewhere.
-            for (s, rest) in std::mem::take(&mut self.rest) {
+            // A lone switch whose ports read so far show no change: the change is in
+            // its next stage.
+            let mut lone = std::mem::take(&mut self.rest);
+            for (s, stages) in &mut lone {
+                let s = *s;
                 let changed = f
                     .node_ports(s)
                     .any(|p| self.reads.get(&p).is_some_and(|pi| differs(m, p, pi)));
@@ -317,19 +352,27 @@ impl Repair {
                         && m.former_peer(p).is_some()
                         && self.reads.get(&p).is_some_and(|pi| !is_up(pi))
                 });
-                if !changed && !known {
+                if changed || known {
+                    stages.clear();
+                } else if let Some(next) = stages.pop_front() {
                     let key = dest::node(f.node(s).guid);
-                    for p in rest {
-                        self.read_port(m, p, Target::Port(p), key);
+                    for p in next {
+                        self.read_port(m, p, self.target(m, p), key);
                     }
                 }
+            }
+            lone.retain(|(_, stages)| !stages.is_empty());
+            self.rest = lone;
+            if self.queue.is_empty() && self.rest.is_empty() && !self.orphans_read {
+                self.orphans_read = true;
+                self.read_orphans(m, plan);
             }
             if !self.queue.is_empty() {
                 return None;
             }
         }
         match self.step {
-            Step::Look | Step::LookRest => {
+            Step::Look => {
                 self.step = Step::Identify;
                 // Who is across every port that came up or trained again?
                 let mut ask: Vec<PortIdx> = self
@@ -342,7 +385,7 @@ impl Repair {
                     .collect();
                 ask.sort();
                 for port in ask {
-                    let Some(mut path) = m.route_to(port) else {
+                    let Some(mut path) = self.route_to(m, port) else {
                         continue;
                     };
                     if !path.push(f.port(port).num) {
@@ -382,6 +425,60 @@ impl Repair {
             Step::Reread => {}
         }
         Some(self.found(m, plan))
+    }
+
+    /// A switch that did not trap, across two or more links found down (or trained
+    /// again: it may be back already), has likely gone dark (a reboot, a power loss): its
+    /// other neighbours whose traps went to the SM through it could not tell us their
+    /// side. Their ports facing it are read, along routes around it. (One link down says
+    /// nothing of the switch behind it.)
+    fn read_orphans(&mut self, m: &Discovered, plan: &Plan) {
+        let f = &m.fabric;
+        let sm_lid = usize::from(m.own_lid().0);
+        let mut lost: HashMap<NodeIdx, usize> = HashMap::new();
+        for (&p, pi) in &self.reads {
+            // Down, or trained again: it may be back already.
+            let changed = !is_up(pi) || bounced(m, p, pi);
+            if let (true, Some(r)) = (changed, f.port(p).remote) {
+                let x = f.port(r).node;
+                if m.is_switch(x) && !self.trapped.contains(&x) {
+                    *lost.entry(x).or_default() += 1;
+                }
+            }
+        }
+        let dark: BTreeSet<NodeIdx> = lost
+            .into_iter()
+            .filter(|&(_, n)| n >= 2)
+            .map(|(x, _)| x)
+            .collect();
+        let down: BTreeSet<PortIdx> = self
+            .reads
+            .iter()
+            .filter(|(_, pi)| !is_up(pi))
+            .map(|(&p, _)| p)
+            .collect();
+        let mut ask = Vec::new();
+        for &x in &dark {
+            for q in f.node_ports(x) {
+                let Some(r) = f.port(q).remote else { continue };
+                let y = f.port(r).node;
+                let silenced = m.is_switch(y)
+                    && !self.trapped.contains(&y)
+                    && !self.reads.contains_key(&r)
+                    && plan
+                        .lft(y)
+                        .and_then(|l| l.get(sm_lid))
+                        .is_some_and(|e| e == f.port(r).num);
+                if silenced {
+                    ask.push((y, r));
+                }
+            }
+        }
+        for (y, r) in ask {
+            if let Some(path) = m.path_avoiding(y, &dark, |p| down.contains(&p)) {
+                self.read_port(m, r, Target::Path(path), dest::node(f.node(y).guid));
+            }
+        }
     }
 
     /// Switches across a port that came up whose LinearFDBTop is not the plan's: they
@@ -449,7 +546,13 @@ impl Repair {
         }
         let reset = self.reset(plan);
         for &n in &reset {
-            ports.extend(f.node_ports(n));
+            // Its neighbours' ends trained again with it, whether or not their traps
+            // reached us (one whose route to the SM crossed it could not): both ends of
+            // a link must be ARMED before either goes ACTIVE.
+            for q in f.node_ports(n) {
+                ports.push(q);
+                ports.extend(f.port(q).remote);
+            }
         }
         ports.sort();
         ports.dedup();

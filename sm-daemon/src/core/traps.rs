@@ -16,8 +16,11 @@ pub(super) struct Trap {
 
 impl Trap {
     /// Reads a Trap SMP (`None` if its attribute is not a Notice). The repress carries
-    /// `m_key` and goes back the way the trap came.
-    pub(super) fn read(s: &smp::Repr, slid: Lid, m_key: u64) -> Option<Trap> {
+    /// `m_key` and goes back the way the trap came: along `back` (the issuer's LID route
+    /// to the SM, retraced) when the SM knows it, since the route from the SM to the
+    /// issuer's LID may cross the very link the trap reports lost, and an issuer that gets
+    /// no repress repeats its trap.
+    pub(super) fn read(s: &smp::Repr, slid: Lid, m_key: u64, back: Option<&[u8]>) -> Option<Trap> {
         if s.attr_id != attr::NOTICE {
             return None;
         }
@@ -28,10 +31,13 @@ impl Trap {
         };
         let repress = notice::trap_repress(s).ok().and_then(|mut r| {
             r.m_key = m_key;
-            let dlid = if matches!(s.route, Route::Lid) {
-                slid
-            } else {
-                Lid::PERMISSIVE
+            let dlid = match (s.route, back.map(smp::Directed::along)) {
+                (Route::Lid, Some(Ok(d))) => {
+                    r.route = Route::Directed(d);
+                    Lid::PERMISSIVE
+                }
+                (Route::Lid, _) => slid,
+                _ => Lid::PERMISSIVE,
             };
             r.to_bytes().ok().map(|b| (dlid, b))
         });
