@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Repairs of many links, one after the other, in the simulated fabric: N links drawn at
+# random (seeded) from a topology file go down and come back 0.5 s later, one a second;
+# prints how the repairs went: SMPs over LFT blocks per repair (the issue's bound is 20),
+# moved against moved_min, heavy sweeps, the slowest recovery.
+#
+#   tools/repair-sweep.sh ft3-36.net                 # 30 switch-to-switch links, seed 1
+#   N=20 SEED=5 KIND=ca tools/repair-sweep.sh ft3-64-40.net
+#   MATCH='pod 0$' tools/repair-sweep.sh ft3-36.net  # links of switches named "... pod 0"
+#
+# KIND: sw (switch-to-switch links, default) or ca (switch-to-host). MATCH: a regular
+# expression the near switch's description must match. ENGINE (default minhop) is the
+# routing chain. IBSM names the binary (default: target/release/ibsm, else ibsm on PATH).
+set -euo pipefail
+[[ $# -ge 1 && -r $1 ]] || { echo "usage: $0 FABRIC.net" >&2; exit 2; }
+net=$1 n=${N:-30} seed=${SEED:-1} kind=${KIND:-sw} match=${MATCH:-} engine=${ENGINE:-minhop}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+IBSM=${IBSM:-$here/target/release/ibsm}
+[[ -x $IBSM ]] || IBSM=$(command -v ibsm) || { echo "no ibsm binary; build with cargo build --release" >&2; exit 2; }
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+python3 - "$net" "$n" "$seed" "$kind" "$match" > "$scratch/links.scn" <<'PY'
+import random, re, sys
+net, n, seed, kind, match = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+links, cur, switch = [], None, False
+for line in open(net):
+    m = re.match(r'(Switch|Ca)\s+\d+\s+"[^"]+"\s*#\s*"([^"]+)"', line)
+    if m:
+        switch, cur = m.group(1) == 'Switch', m.group(2)
+        continue
+    m = re.match(r'\[(\d+)\][^"]*"([SH])-[0-9a-fA-F]+"\[\d+\]', line)
+    if not (m and switch) or (match and not re.search(match, cur)):
+        continue
+    if (m.group(2) == 'S') == (kind == 'sw'):
+        links.append((cur, int(m.group(1))))
+if len(links) < n:
+    sys.exit(f"{net}: only {len(links)} such links")
+random.seed(seed)
+for i, (name, port) in enumerate(random.sample(links, n)):
+    print(f'at {20 + i}s link-down "{name}"[{port}]')
+    print(f'at {20 + i}.5s link-up "{name}"[{port}]')
+PY
+"$IBSM" run --sim "$net" --routing "$engine" --scenario "$scratch/links.scn" --run-for "$((20 + n))s" \
+    --no-check --report json 2>"$scratch/log" > "$scratch/report.json" \
+    || { tail -3 "$scratch/log" >&2; exit 1; }
+python3 - "$scratch/report.json" "$n" "$kind" "$engine" <<'PY'
+import collections, json, sys
+sweeps, n, kind, engine = json.load(open(sys.argv[1]))[1:], sys.argv[2], sys.argv[3], sys.argv[4]
+over = [s["mads_sent"] - s["lft_blocks_sent"] for s in sweeps]
+wrong = sum(1 for s in sweeps if s["lft_entries_restored"] == 0 and s["lft_entries_moved"] != s["lft_entries_moved_min"])
+print(f"{n} {kind} links down and up, {engine}: {len(sweeps)} repairs, {sum(s['heavy'] for s in sweeps)} heavy sweeps, "
+      f"moved != moved_min in {wrong}, slowest recovery {max(s['recovery_ms'] or 0 for s in sweeps):.1f} ms")
+print("SMPs over LFT blocks: max", max(over), "| count per value:",
+      ", ".join(f"+{k}: {v}" for k, v in sorted(collections.Counter(over).items())))
+for s, o in zip(sweeps, over):
+    if o > 20:
+        print(f"  +{o}: {s['trigger'][:100]} ({s['lft_blocks_sent']} blocks)")
+PY
