@@ -827,3 +827,67 @@ fn exit_status_says_valid_invalid_or_error() {
     assert_eq!(out.status.code(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `ibsm route --sm-lid` makes the tables `ibsm run` programs, entry for entry: the SM
+/// spreads its own LID's routes, and only told of that LID does the offline route agree.
+#[test]
+fn with_the_sms_lid_the_offline_tables_are_the_ones_the_sm_programs() {
+    let dir = scratch("sm-lid");
+    let net = generated(&dir, "ft.net", "fat-tree --levels 3 --radix 8 --pods 4");
+    let dumps = dir.join("dumps");
+    let (ok, _, err) = ibsm(&[
+        "run",
+        "--sim",
+        s(&net),
+        "--routing",
+        "minhop",
+        "--once",
+        "--no-check",
+        "--dump-dir",
+        s(&dumps),
+    ]);
+    assert!(ok, "{err}");
+    let by_guid = |path: &Path| {
+        sm_core::dump::read_lfts(path)
+            .unwrap()
+            .switches
+            .into_iter()
+            .map(|t| (t.guid, t.ports))
+            .collect::<std::collections::BTreeMap<_, _>>()
+    };
+    let programmed = by_guid(&dumps.join("opensm-lfts.dump"));
+    // The SM is the first host; its LID is in the SM's guid2lid.
+    let g2l = std::fs::read_to_string(dumps.join("guid2lid")).unwrap();
+    let sm_lid = u16::from_str_radix(
+        g2l.lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    let route = |extra: &[&str], out: &str| {
+        let out = dir.join(out);
+        let mut argv = vec![
+            "route",
+            s(&net),
+            "--engine",
+            "minhop",
+            "--lfts-out",
+            s(&out),
+        ];
+        argv.extend(extra);
+        let (ok, _, err) = ibsm(&argv);
+        assert!(ok, "{err}");
+        by_guid(&out)
+    };
+    let lid = sm_lid.to_string();
+    assert_eq!(route(&["--sm-lid", &lid], "with.dump"), programmed);
+    assert_ne!(route(&[], "without.dump"), programmed);
+    let err = fails(&["route", s(&net), "--sm-lid", "9999"]);
+    assert!(err.contains("--sm-lid 9999"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

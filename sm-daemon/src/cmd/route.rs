@@ -61,6 +61,10 @@ pub(crate) struct Args {
     /// Also compute adaptive-routing port groups (implied by --ar-out).
     #[arg(long)]
     adaptive: bool,
+    /// The SM's LID: its routes break ties per switch, as `ibsm run` routes them, so the
+    /// tables are the ones that SM programs.
+    #[arg(long, value_name = "LID")]
+    sm_lid: Option<u16>,
     /// Write the forwarding tables here.
     #[arg(long, value_name = "FILE")]
     lfts_out: Option<PathBuf>,
@@ -107,6 +111,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<()> {
     opts.compute_nodes = guid_file("--compute-nodes", args.compute_nodes.as_deref())?;
     let topo = Topo::new(&fabric)
         .with_context(|| format!("{}: cannot route this fabric", args.topo.display()))?;
+    if let Some(lid) = args.sm_lid {
+        anyhow::ensure!(
+            topo.dest_of(sm_mad::Lid(lid)).is_some(),
+            "--sm-lid {lid}: no port of {} holds that LID",
+            args.topo.display()
+        );
+        opts.sm_lid = Some(sm_mad::Lid(lid));
+    }
 
     progress.phase(format!("routing with {}", args.engine));
     let t = Instant::now();
