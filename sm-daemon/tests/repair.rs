@@ -452,3 +452,32 @@ fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
         }
     }
 }
+
+/// Under the layered engine a link loss makes the routes be computed whole, and the report
+/// says so and what had to move: the entries whose port was on the lost link, counted
+/// from the tables before, however many more the new routes move.
+#[test]
+fn a_reroute_whole_reports_the_entries_that_had_to_move() {
+    use sm_core::generate::Dragonfly;
+    let f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
+    let (mut d, _) = up(&f, "layered");
+    let before = tables(&d, &f);
+    let (a, b) = support::switch_links(&f)[5];
+    let on_link: u64 = [a, b]
+        .iter()
+        .map(|&p| {
+            let t = &before[&f.node(f.port(p).node).guid];
+            t.iter().filter(|&&e| e == f.port(p).num).count() as u64
+        })
+        .sum();
+    assert!(on_link > 0);
+    d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
+    let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+    let r = sweeps
+        .iter()
+        .find(|r| r.lft_entries_moved > 0)
+        .expect("a repair");
+    assert!(r.reroute.contains("whole"), "{}", r.reroute);
+    assert_eq!(r.lft_entries_moved_min, on_link, "{}", r.trigger);
+    assert!(r.lft_entries_moved >= r.lft_entries_moved_min);
+}

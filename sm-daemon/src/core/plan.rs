@@ -509,7 +509,8 @@ pub struct Moved {
 pub struct Repaired {
     /// Entries that changed.
     pub moved: Vec<Moved>,
-    /// Entries that had to change: their port no longer started a legal shortest path.
+    /// Entries that had to change: their port no longer started a legal shortest path
+    /// (after routes computed whole: their port's link is gone).
     pub moved_min: u64,
     /// Entries that went back where they were before an earlier repair.
     pub restored: u64,
@@ -775,7 +776,19 @@ fn rerouted(
         pkeys: prev.pkeys.clone(),
         fabric,
     };
-    let moved_min = moved.len() as u64;
+    // What had to move whatever the engine: entries whose port no longer leads to a
+    // switch or to the LID's own port (its link went down, or what was behind it).
+    let moved_min = moved
+        .iter()
+        .filter(|m| {
+            let f = &plan.fabric;
+            m.old != lft::NO_ROUTE.0
+                && m.old != 0
+                && f.port_of(m.switch, m.old)
+                    .and_then(|q| f.port(q).remote)
+                    .is_none_or(|r| d.absent.contains(&f.port(r).node))
+        })
+        .count() as u64;
     Ok((
         plan,
         Repaired {
