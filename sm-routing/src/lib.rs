@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod minhop;
 mod par;
 mod rank;
+pub mod relayer;
 pub mod repair;
 pub mod routes;
 pub mod sl;

@@ -2228,6 +2228,7 @@ impl Sm {
             phases,
             touched,
             mcast_trees,
+            all_tables: !Arc::ptr_eq(&prev.tables, &new.tables),
         };
         self.plan = Some(Arc::new(new));
         self.phase = Phase::Program(Programming::repair(scope));

@@ -577,18 +577,21 @@ pub(super) fn repair(
                 .filter_map(|&((n, lid), port)| Some((topo.sw_of(n)?, Lid(lid), port)))
                 .collect();
         }
-        sm_routing::repair::repair(&topo, &prev.rule, &prev.lfts, &damage)
-            .map(|out| (out, topo.switches.clone()))
+        // Layered tables are repaired as shortest paths around the damage, and the paths
+        // that changed are layered again below.
+        let rule = match prev.rule {
+            sm_routing::Rule::Layered => sm_routing::Rule::Shortest,
+            ref r => r.clone(),
+        };
+        sm_routing::repair::repair(&topo, &rule, &prev.lfts, &damage)
+            .map(|out| (out, topo))
             .map_err(|e| e.to_string())
     };
-    let (out, switches) = match local {
+    let (out, topo) = match local {
         Ok(x) => x,
         Err(why) => return rerouted(prev, d, fabric, ports, p, why),
     };
-    let routing_time = match (t0, p.stopwatch) {
-        (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
-        _ => Duration::ZERO,
-    };
+    let switches = topo.switches.clone();
     let mut lfts = prev.lfts.clone();
     let mut ms: Vec<&sm_routing::repair::Move> = out
         .moved
@@ -607,13 +610,49 @@ pub(super) fn repair(
             new: m.new,
         });
     }
+    let sl = match (&prev.rule, &prev.sl) {
+        (sm_routing::Rule::Layered, Some(old)) if !out.moved.is_empty() => {
+            let tables: Vec<&LftTable> = lfts.iter().collect();
+            let changed: Vec<(SwIdx, Lid)> = out.moved.iter().map(|m| (m.switch, m.lid)).collect();
+            // Within the VLs in use if the paths fit there: one more sends every port a
+            // new SL-to-VL table (a switch's one SMP per port pair). Else within the
+            // budget the routes were made with.
+            let budget = match p.routing_options.vl_budget {
+                0 => sm_routing::layered::DEFAULT_VL_BUDGET,
+                n => n,
+            }
+            .min(link_vls(d, &fabric, p.max_op_vls));
+            let fit = |b| sm_routing::relayer::relayer(&topo, &tables, old, &changed, b);
+            match fit(old.max() + 1).or_else(|_| fit(budget)) {
+                Ok(sl) => Some(Arc::new(sl)),
+                Err(why) => {
+                    drop(topo);
+                    return rerouted(prev, d, fabric, ports, p, why);
+                }
+            }
+        }
+        _ => prev.sl.clone(),
+    };
+    drop(topo);
+    let routing_time = match (t0, p.stopwatch) {
+        (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
+        _ => Duration::ZERO,
+    };
     let displaced = displace(&prev.displaced, &moved);
-    let settings = settings_for(prev, d, &fabric, ports, p);
+    let mut settings = settings_for(prev, d, &fabric, ports, p);
+    let tables = tables_for_vls(
+        prev,
+        d,
+        &fabric,
+        &mut settings,
+        p,
+        sl.as_ref().map(|t| t.max() + 1),
+    );
     let plan = Plan {
         lfts,
         engine: prev.engine,
         rule: prev.rule.clone(),
-        sl: prev.sl.clone(),
+        sl,
         displaced: Arc::new(displaced),
         switches: prev.switches.clone(),
         sw_of: prev.sw_of.clone(),
@@ -625,7 +664,7 @@ pub(super) fn repair(
         ar_hints: prev.ar_hints.clone(),
         routing_time,
         settings,
-        tables: prev.tables.clone(),
+        tables,
         pkeys: prev.pkeys.clone(),
         fabric,
     };
@@ -747,15 +786,7 @@ fn rerouted(
     moved.sort_by_key(|m| (m.lid, m.switch));
     let mut settings = settings_for(prev, d, &fabric, ports, p);
     let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
-    let tables = if vls == prev.vls_used() {
-        prev.tables.clone()
-    } else {
-        // The VLs the paths use changed: every port's SL-to-VL table changes with them.
-        let mut all: IdxVec<PortIdx, Option<port_info::Repr>> = settings.iter().cloned().collect();
-        let (tables, _) = tables(d, &fabric, &mut all, p, vls);
-        settings = all.into();
-        Arc::new(tables)
-    };
+    let tables = tables_for_vls(prev, d, &fabric, &mut settings, p, vls);
     let plan = Plan {
         lfts,
         engine: routed.routes.engine,
@@ -799,6 +830,25 @@ fn rerouted(
             full_reroute: Some(why),
         },
     ))
+}
+
+/// The table blocks for paths on `vls` VLs: the previous plan's, unless the number of VLs
+/// changed, when every port's SL-to-VL table (and the settings that go with it) changes.
+fn tables_for_vls(
+    prev: &Plan,
+    d: &Discovered,
+    fabric: &Fabric,
+    settings: &mut CowVec<PortIdx, Option<port_info::Repr>>,
+    p: &Params,
+    vls: Option<u8>,
+) -> Arc<Vec<TableBlock>> {
+    if vls == prev.vls_used() {
+        return prev.tables.clone();
+    }
+    let mut all: IdxVec<PortIdx, Option<port_info::Repr>> = settings.iter().cloned().collect();
+    let (tables, _) = tables(d, fabric, &mut all, p, vls);
+    *settings = all.into();
+    Arc::new(tables)
 }
 
 /// An attribute as SMP data.

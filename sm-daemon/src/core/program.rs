@@ -86,6 +86,9 @@ pub(super) struct Scope {
     /// The multicast trees are computed again: a link they may use went down, or nodes
     /// came back. Links between switches coming back leave the trees valid as they are.
     pub(super) mcast_trees: bool,
+    /// The table blocks changed (the paths now use another number of VLs): every block
+    /// a port does not hold goes out, not only those of `whole`.
+    pub(super) all_tables: bool,
 }
 
 /// A programming round and how far its cursor got.
@@ -299,7 +302,7 @@ impl Programming {
                     };
                     self.cursor = Cursor::Tables(i + 1);
                     if let Some(s) = scope {
-                        if s.whole.binary_search(&f.port(tb.port).node).is_err() {
+                        if !s.all_tables && s.whole.binary_search(&f.port(tb.port).node).is_err() {
                             continue;
                         }
                     }
