@@ -457,8 +457,8 @@ fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
 /// the lost link, and the paths that changed are placed again into virtual layers that
 /// stay free of cycles. Every path that did not change keeps its SL (hosts keep what the
 /// SA told them), and what the switches hold is free of credit loops on the SLs the plan
-/// gives (an independent trace of every CA pair). When the link returns, the tables are
-/// the original ones.
+/// gives (an independent trace of every CA pair). When the link returns, the tables and
+/// the SLs are the original ones.
 #[test]
 fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
     use sm_core::generate::Dragonfly;
@@ -521,6 +521,12 @@ fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
             tables(&d, &f) == original,
             "{what}: not the original tables once back"
         );
+        let back = d.sm.plan().unwrap();
+        assert!(
+            back.sl == before.sl,
+            "{what}: not the SLs of before once back"
+        );
+        assert!(back.sl_displaced.is_empty(), "{what}: SLs still displaced");
     }
     assert!(repaired >= 4, "{repaired} repairs moved routes");
 }

@@ -5,10 +5,11 @@
 //! entries going back), so for one LID the paths that change are those of the sources
 //! whose new path passes through a switch whose entry moved: a source whose path avoids
 //! them follows the same switches as before. The layers' channel dependency graphs are
-//! built from the unchanged paths; each changed path goes into its old layer if that stays
-//! acyclic (hosts keep the SL they asked the SA for), else into the first layer that does,
-//! opening a new one within the budget if none does. A path that fits no layer is an
-//! error: the caller routes everything again.
+//! built from the unchanged paths; each changed path goes into the layer it had before
+//! any repair if the caller remembers one (a path coming back gets its SL back), else its
+//! old layer, if that stays acyclic (hosts keep the SL they asked the SA for), else into
+//! the first layer that does, opening a new one within the budget if none does. A path
+//! that fits no layer is an error: the caller routes everything again.
 //!
 //! The graphs are built per LID over its tree, not per path: each switch collects the
 //! layers of the sources whose paths pass it (pushed down the tree, stopping where the
@@ -291,16 +292,27 @@ impl<T: LftRead + ?Sized> Pass<'_, T> {
     }
 }
 
+/// A path placed again: its source switch and LID, the SL it had and the SL it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placed {
+    pub switch: SwIdx,
+    pub lid: Lid,
+    pub was: u8,
+    pub now: u8,
+}
+
 /// New SLs for layered tables after `moved` entries (switch, LID) changed in `tables`:
-/// see the module doc. `old` is the SLs the tables had before; `budget` the layers (VLs)
-/// there may be at most.
+/// see the module doc. `old` is the SLs the tables had before, `first` the SL a path had
+/// before any repair (tried first), `budget` the layers (VLs) there may be at most.
+/// Returns the SLs and every path placed again.
 pub fn relayer<T: LftRead + Sync + ?Sized>(
     topo: &Topo<'_>,
     tables: &[&T],
     old: &PathSl,
+    first: &BTreeMap<(SwIdx, Lid), u8>,
     moved: &[(SwIdx, Lid)],
     budget: u8,
-) -> Result<PathSl, String> {
+) -> Result<(PathSl, Vec<Placed>), String> {
     let n = topo.num_switches();
     let ch = Channels::new(topo);
     let layers = (usize::from(old.max()) + 1)
@@ -374,6 +386,7 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
     let mut redo = part.redo;
     redo.sort_unstable_by_key(|&(s, lid)| (lid, s));
     let mut sl = old.clone();
+    let mut placed_all = Vec::with_capacity(redo.len());
     let mut seen = HashSet::new();
     let mut path = Vec::new();
     for (s, lid) in redo {
@@ -392,11 +405,23 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             cur = ch.head[c as usize];
         }
         let was = usize::from(old.get(s, lid)).min(layers - 1);
-        let order = std::iter::once(was).chain((0..layers).filter(|&l| l != was));
+        let orig = first
+            .get(&(s, lid))
+            .map(|&l| usize::from(l).min(layers - 1));
+        let order = orig
+            .into_iter()
+            .chain(std::iter::once(was))
+            .chain((0..layers).filter(|&l| l != was && Some(l) != orig));
         let mut placed = false;
         for layer in order {
             if g.try_fit(&ch, layer, &path, &mut seen) {
                 sl.set(s, lid, layer as u8);
+                placed_all.push(Placed {
+                    switch: s,
+                    lid,
+                    was: was as u8,
+                    now: layer as u8,
+                });
                 placed = true;
                 break;
             }
@@ -408,5 +433,5 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             ));
         }
     }
-    Ok(sl)
+    Ok((sl, placed_all))
 }

@@ -6,6 +6,7 @@
 //! switch, the PortInfo every port should hold, and the P_Key, SL-to-VL and VL arbitration
 //! blocks. Programming sends only what differs from what the nodes hold.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,9 @@ pub struct Plan {
     /// then: they go back when their path works again.
     /// Sorted by (switch, LID).
     pub displaced: Arc<Vec<((NodeIdx, u16), u8)>>,
+    /// Layered paths repairs gave another SL, with the SL each had then: a path that comes
+    /// back tries it first.
+    pub sl_displaced: Arc<BTreeMap<(SwIdx, Lid), u8>>,
     /// The switch behind each routing table (`lfts[i]` is `switches[i]`'s).
     pub switches: Vec<NodeIdx>,
     /// A node's routing table, if it is a switch.
@@ -137,6 +141,7 @@ impl Plan {
             rule: sm_routing::Rule::Shortest,
             sl: None,
             displaced: Arc::default(),
+            sl_displaced: Arc::default(),
             switches,
             sw_of,
             max_lid,
@@ -263,6 +268,7 @@ pub fn plan(
         rule: routed.routes.rule,
         sl: routed.routes.sl,
         displaced: Arc::default(),
+        sl_displaced: Arc::default(),
         lfts: routed.routes.lft.into_iter().map(LftTable::from).collect(),
         switches: routed.switches,
         sw_of: routed.sw_of,
@@ -610,6 +616,7 @@ pub(super) fn repair(
             new: m.new,
         });
     }
+    let mut sl_displaced = prev.sl_displaced.clone();
     let sl = match (&prev.rule, &prev.sl) {
         (sm_routing::Rule::Layered, Some(old)) if !out.moved.is_empty() => {
             let tables: Vec<&LftTable> = lfts.iter().collect();
@@ -622,9 +629,26 @@ pub(super) fn repair(
                 n => n,
             }
             .min(link_vls(d, &fabric, p.max_op_vls));
-            let fit = |b| sm_routing::relayer::relayer(&topo, &tables, old, &changed, b);
+            let first = &*prev.sl_displaced;
+            let fit = |b| sm_routing::relayer::relayer(&topo, &tables, old, first, &changed, b);
             match fit(old.max() + 1).or_else(|_| fit(budget)) {
-                Ok(sl) => Some(Arc::new(sl)),
+                Ok((sl, placed)) => {
+                    let mut map = (*prev.sl_displaced).clone();
+                    for pl in placed {
+                        let key = (pl.switch, pl.lid);
+                        match map.get(&key) {
+                            Some(&orig) if orig == pl.now => {
+                                map.remove(&key);
+                            }
+                            None if pl.was != pl.now => {
+                                map.insert(key, pl.was);
+                            }
+                            _ => {}
+                        }
+                    }
+                    sl_displaced = Arc::new(map);
+                    Some(Arc::new(sl))
+                }
                 Err(why) => {
                     drop(topo);
                     return rerouted(prev, d, fabric, ports, p, why);
@@ -654,6 +678,7 @@ pub(super) fn repair(
         rule: prev.rule.clone(),
         sl,
         displaced: Arc::new(displaced),
+        sl_displaced,
         switches: prev.switches.clone(),
         sw_of: prev.sw_of.clone(),
         max_lid: prev.max_lid,
@@ -793,6 +818,7 @@ fn rerouted(
         rule: routed.routes.rule,
         sl: routed.routes.sl,
         displaced: Arc::default(),
+        sl_displaced: Arc::default(),
         switches: routed.switches,
         sw_of: routed.sw_of,
         max_lid: prev.max_lid.max(routed.max_lid),
