@@ -215,3 +215,62 @@ fn a_budget_beyond_the_data_vls_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("16 virtual lanes"), "{err}");
 }
+
+/// After links go down, the broken routes repaired as shortest paths and the changed
+/// paths layered again (`relayer`): every pair is delivered with no credit loop on the
+/// new SLs, every path that did not change keeps its SL, and the budget holds.
+#[test]
+fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
+    use sm_routing::relayer::relayer;
+    use sm_routing::repair::{Damage, repair};
+    let spec = GenSpec::Dragonfly(Dragonfly::new(9, 4, 2));
+    for seed in 0..6usize {
+        let mut f = generated(&spec, 0);
+        let before = {
+            let topo = Topo::new(&f).unwrap();
+            layered(&topo, 4)
+        };
+        let links: Vec<_> = f
+            .links()
+            .filter(|&(a, b)| {
+                [a, b]
+                    .iter()
+                    .all(|&p| f.node(f.port(p).node).kind == sm_core::NodeKind::Switch)
+            })
+            .collect();
+        let (a, b) = links[(seed * 7) % links.len()];
+        let mut damage = Damage::default();
+        damage.link_down(&Topo::new(&f).unwrap(), a, b);
+        f.disconnect(a);
+        let topo = Topo::new(&f).unwrap();
+        let out = repair(&topo, &sm_routing::Rule::Shortest, &before.lft, &damage).unwrap();
+        assert!(!out.moved.is_empty(), "seed {seed}: nothing moved");
+        let mut after = before.clone();
+        for m in &out.moved {
+            after.lft[m.switch.idx()][usize::from(m.lid.0)] = m.new;
+        }
+        let old = before.sl.clone().unwrap();
+        let tables: Vec<&[u8]> = after.lft.iter().map(Vec::as_slice).collect();
+        let changed: Vec<_> = out.moved.iter().map(|m| (m.switch, m.lid)).collect();
+        let (sl, placed) = relayer(&topo, &tables, &old, &Default::default(), &changed, 4).unwrap();
+        assert!(sl.max() < 4, "seed {seed}: over the budget");
+        let moved_pairs: std::collections::BTreeSet<_> =
+            placed.iter().map(|p| (p.switch, p.lid)).collect();
+        for s in (0..topo.num_switches()).map(|i| sm_routing::SwIdx(i as u32)) {
+            for d in &topo.dests {
+                if !moved_pairs.contains(&(s, d.base_lid)) {
+                    assert_eq!(
+                        sl.get(s, d.base_lid),
+                        old.get(s, d.base_lid),
+                        "seed {seed}: a path not placed again changed its SL"
+                    );
+                }
+            }
+        }
+        after.sl = Some(Arc::new(sl));
+        let v = check(&topo, &after);
+        assert_eq!(v.credit_loops, 0, "seed {seed}: {v}");
+        assert_eq!(v.forwarding_loops, 0, "seed {seed}: {v}");
+        assert!(v.failures.is_empty(), "seed {seed}: {v}");
+    }
+}
