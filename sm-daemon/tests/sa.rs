@@ -1225,6 +1225,40 @@ fn path_records_give_the_layered_sls_that_keep_a_dragonfly_deadlock_free() {
         vls as usize,
         "SL i travels on VL i: {traced:?}"
     );
+    // The simulated switches advertise optimized SL-to-VL programming: one Set per output
+    // port covered every input port, and every (input, output) pair holds SL i -> VL i.
+    let switch_sets = plan
+        .tables
+        .iter()
+        .filter(|tb| {
+            tb.attr == sm_mad::attr::SL_TO_VL_MAPPING_TABLE
+                && f.node(f.port(tb.port).node).kind == sm_core::NodeKind::Switch
+        })
+        .map(|tb| sm_mad::sl2vl::Modifier::from_attr_mod(tb.modifier).unwrap())
+        .collect::<Vec<_>>();
+    assert!(switch_sets.iter().any(|m| m.all_input_ports));
+    assert!(
+        switch_sets
+            .iter()
+            .all(|m| m.all_input_ports || m.input_port.0 == 0)
+    );
+    for n in f.switches() {
+        let sw = fx.d.sim.node(n).switch.as_ref().unwrap();
+        let np = f.node(n).num_ports;
+        let linked: Vec<u8> = f
+            .node_ports(n)
+            .filter(|&q| f.port(q).num != 0 && f.port(q).remote.is_some())
+            .map(|q| f.port(q).num)
+            .collect();
+        for &i in std::iter::once(&0).chain(&linked) {
+            for &o in &linked {
+                let t = sw.sl2vl(np, i, o);
+                for sl in 0..vls {
+                    assert_eq!(t[usize::from(sl)], sl, "switch {n:?} {i}->{o} SL {sl}");
+                }
+            }
+        }
+    }
     // Asking for another SL than the routes chose gets no path, as from OpenSM.
     let r = all.iter().find(|r| r.sl.0 == 1).unwrap();
     let ask = |fx: &mut Fixture, sl: u8| {

@@ -423,15 +423,27 @@ impl Agent<'_> {
             return emit(&sl2vl::Repr::new(port.sl2vl));
         }
         let m = sl2vl::Modifier::from_attr_mod(attr_mod).map_err(|_| MadStatus::INVALID_FIELD)?;
-        if m.is_optimized() {
-            // The simulated switches do not advertise optimised programming.
-            return Err(MadStatus::INVALID_FIELD);
-        }
         let (input, output) = ((attr_mod >> 8) as u8, attr_mod as u8);
         if input > num_ports || output > num_ports {
             return Err(MadStatus::INVALID_FIELD);
         }
         let sw = self.switch_mut(n)?;
+        if m.is_optimized() {
+            // Optimized programming (advertised in SwitchInfo): a Set of many pairs at
+            // once, answered with the table set; a Get names one pair.
+            let Some(v) = new else {
+                return Err(MadStatus::INVALID_FIELD);
+            };
+            let enhanced = sw.info.enhanced_port0;
+            for i in m.input_ports(num_ports, enhanced) {
+                for o in m.output_ports(num_ports, enhanced) {
+                    sw.set_sl2vl(num_ports, i, o, v);
+                }
+            }
+            let mut echo = [0u8; 64];
+            echo.copy_from_slice(data);
+            return Ok(echo);
+        }
         if let Some(v) = new {
             sw.set_sl2vl(num_ports, input, output, v);
         }

@@ -373,6 +373,8 @@ pub(crate) fn new_switch() -> SwitchState {
             filter_raw_inbound_cap: true,
             filter_raw_outbound_cap: true,
             multicast_fdb_top: Lid(0),
+            // Optimized SL-to-VL programming: the "all input / output ports" modifier bits.
+            optimized_sl_to_vl_mapping_programming: 1,
             ..switch_info::Repr::default()
         },
         lft: Vec::new(),

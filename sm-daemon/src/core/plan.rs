@@ -89,6 +89,9 @@ pub struct Plan {
     pub settings: CowVec<PortIdx, Option<port_info::Repr>>,
     /// P_Key, SL2VL and VLArb blocks, in port order.
     pub tables: Arc<Vec<TableBlock>>,
+    /// The data VLs `tables` map SLs onto (`None`: one). A repair may leave it above what
+    /// the paths use, so that links going and coming do not send every table each time.
+    pub table_vls: Option<u8>,
     pub pkeys: Arc<PKeyTables>,
 }
 
@@ -153,6 +156,7 @@ impl Plan {
             routing_time: Duration::ZERO,
             settings: CowVec::filled(None, fabric.ports().len()),
             tables: Arc::default(),
+            table_vls: None,
             pkeys: Arc::new(pkeys),
             fabric,
         }
@@ -281,6 +285,7 @@ pub fn plan(
         routing_time,
         settings: settings.into(),
         tables: Arc::new(tables),
+        table_vls: vls,
         pkeys: Arc::new(pkeys),
         fabric,
     })
@@ -664,7 +669,7 @@ pub(super) fn repair(
     };
     let displaced = displace(&prev.displaced, &moved);
     let mut settings = settings_for(prev, d, &fabric, ports, p);
-    let tables = tables_for_vls(
+    let (tables, table_vls) = tables_for_vls(
         prev,
         d,
         &fabric,
@@ -690,6 +695,7 @@ pub(super) fn repair(
         routing_time,
         settings,
         tables,
+        table_vls,
         pkeys: prev.pkeys.clone(),
         fabric,
     };
@@ -811,7 +817,7 @@ fn rerouted(
     moved.sort_by_key(|m| (m.lid, m.switch));
     let mut settings = settings_for(prev, d, &fabric, ports, p);
     let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
-    let tables = tables_for_vls(prev, d, &fabric, &mut settings, p, vls);
+    let (tables, table_vls) = tables_for_vls(prev, d, &fabric, &mut settings, p, vls);
     let plan = Plan {
         lfts,
         engine: routed.routes.engine,
@@ -830,6 +836,7 @@ fn rerouted(
         routing_time,
         settings,
         tables,
+        table_vls,
         pkeys: prev.pkeys.clone(),
         fabric,
     };
@@ -867,14 +874,15 @@ fn tables_for_vls(
     settings: &mut CowVec<PortIdx, Option<port_info::Repr>>,
     p: &Params,
     vls: Option<u8>,
-) -> Arc<Vec<TableBlock>> {
-    if vls == prev.vls_used() {
-        return prev.tables.clone();
+) -> (Arc<Vec<TableBlock>>, Option<u8>) {
+    // Tables made for more VLs serve paths on fewer (SL i stays on VL i).
+    if vls.unwrap_or(1) <= prev.table_vls.unwrap_or(1) {
+        return (prev.tables.clone(), prev.table_vls);
     }
     let mut all: IdxVec<PortIdx, Option<port_info::Repr>> = settings.iter().cloned().collect();
     let (tables, _) = tables(d, fabric, &mut all, p, vls);
     *settings = all.into();
-    Arc::new(tables)
+    (Arc::new(tables), vls)
 }
 
 /// An attribute as SMP data.
@@ -1010,15 +1018,31 @@ fn qos_tables(
             w.vl_high_limit = t.high_limit;
             if let Some(data) = emit_data(&sl2vl::Repr::new(t.sl2vl)) {
                 if node.kind == NodeKind::Switch {
-                    // Input port 0 too: the switch's own packets leave by the same map.
-                    let inputs = std::iter::once(0).chain(linked.iter().map(|&i| f.port(i).num));
-                    for inum in inputs {
+                    let block = |inum: u8| TableBlock {
+                        port: o,
+                        attr: attr::SL_TO_VL_MAPPING_TABLE,
+                        modifier: sl2vl::Modifier::switch(PortNum(inum), PortNum(onum))
+                            .to_attr_mod(),
+                        data,
+                    };
+                    let si = d.nodes[n].switch_info;
+                    if si.is_some_and(|si| si.optimized_sl_to_vl_mapping_programming & 1 != 0) {
+                        // One Set for every input port (as OpenSM's optimized SL2VL does;
+                        // port 0 is among them only on an enhanced port 0).
                         out.push(TableBlock {
-                            port: o,
-                            attr: attr::SL_TO_VL_MAPPING_TABLE,
-                            modifier: (u32::from(inum) << 8) | u32::from(onum),
-                            data,
+                            modifier: sl2vl::Modifier::all_inputs_to(PortNum(onum)).to_attr_mod(),
+                            ..block(0)
                         });
+                        if !si.is_some_and(|si| si.enhanced_port0) {
+                            out.push(block(0));
+                        }
+                    } else {
+                        // Input port 0 too: the switch's own packets leave by the same map.
+                        let inputs =
+                            std::iter::once(0).chain(linked.iter().map(|&i| f.port(i).num));
+                        for inum in inputs {
+                            out.push(block(inum));
+                        }
                     }
                 } else {
                     out.push(TableBlock {

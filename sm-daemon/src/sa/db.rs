@@ -300,12 +300,24 @@ impl Db {
             let is_switch = f.node(f.port(tb.port).node).kind == NodeKind::Switch;
             match tb.attr {
                 attr::SL_TO_VL_MAPPING_TABLE => {
-                    let inp = if is_switch {
-                        (tb.modifier >> 8) as u8
-                    } else {
-                        0
+                    let Ok(t) = sl2vl::Repr::parse(&tb.data) else {
+                        continue;
                     };
-                    if let Ok(t) = sl2vl::Repr::parse(&tb.data) {
+                    let m = sl2vl::Modifier::from_attr_mod(tb.modifier).ok();
+                    if is_switch && m.is_some_and(|m| m.all_input_ports) {
+                        // One optimized Set for every linked input port.
+                        let node = f.port(tb.port).node;
+                        for q in f.node_ports(node) {
+                            if f.port(q).num != 0 && f.port(q).remote.is_some() {
+                                self.sl2vl.insert((tb.port, f.port(q).num), t);
+                            }
+                        }
+                    } else {
+                        let inp = if is_switch {
+                            (tb.modifier >> 8) as u8
+                        } else {
+                            0
+                        };
                         self.sl2vl.insert((tb.port, inp), t);
                     }
                 }
