@@ -292,6 +292,10 @@ pub struct QosOptions {
     pub vlarb_low: VlArbTable,
     /// Default: SL n on VL n, SL15 on VL7.
     pub sl2vl: Sl2Vl,
+    /// Program a switch's SL-to-VL tables one Set per output port for all input ports
+    /// where its SwitchInfo advertises OptimizedSLtoVLMappingProgramming (OpenSM's
+    /// `use_optimized_slvl`, off there by default). Default: true.
+    pub optimized_sl2vl: bool,
     /// Channel adapter ports (`qos_ca_*`).
     #[serde(skip_serializing_if = "QosPortOptions::is_empty")]
     pub ca: QosPortOptions,
@@ -315,6 +319,7 @@ impl Default for QosOptions {
             vlarb_high: VlArbTable::parse(DEFAULT_VLARB_HIGH).unwrap_or_default(),
             vlarb_low: VlArbTable::parse(DEFAULT_VLARB_LOW).unwrap_or_default(),
             sl2vl: Sl2Vl::default(),
+            optimized_sl2vl: true,
             ca: QosPortOptions::default(),
             rtr: QosPortOptions::default(),
             sw0: QosPortOptions::default(),

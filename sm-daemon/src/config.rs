@@ -447,6 +447,11 @@ mod tests {
                 "sl2vl = \"0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7\"".into(),
                 Params,
             ),
+            (
+                "qos.optimized_sl2vl",
+                "optimized_sl2vl = false".into(),
+                Params,
+            ),
             ("qos.ca.max_vls", "max_vls = 8".into(), Params),
             ("qos.ca.high_limit", "high_limit = 6".into(), Params),
             ("qos.ca.vlarb_high", "vlarb_high = \"0:4\"".into(), Params),

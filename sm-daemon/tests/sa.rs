@@ -1259,6 +1259,55 @@ fn path_records_give_the_layered_sls_that_keep_a_dragonfly_deadlock_free() {
             }
         }
     }
+    // `[qos] optimized_sl2vl = false`: one Set per pair, and the same tables held.
+    let off = Fixture::up(
+        generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap(),
+        Params {
+            routing: "layered".into(),
+            qos: QosOptions {
+                optimized_sl2vl: false,
+                ..QosOptions::default()
+            },
+            ..Params::default()
+        },
+        SimConfig::default(),
+    );
+    let pairs: Vec<_> = off
+        .d
+        .sm
+        .plan()
+        .unwrap()
+        .tables
+        .iter()
+        .filter(|tb| {
+            tb.attr == sm_mad::attr::SL_TO_VL_MAPPING_TABLE
+                && f.node(f.port(tb.port).node).kind == sm_core::NodeKind::Switch
+        })
+        .map(|tb| sm_mad::sl2vl::Modifier::from_attr_mod(tb.modifier).unwrap())
+        .collect();
+    assert!(pairs.iter().all(|m| !m.is_optimized()));
+    assert!(
+        pairs.len() > switch_sets.len() * 2,
+        "{} Sets per pair",
+        pairs.len()
+    );
+    for n in f.switches() {
+        let (a, b) = (
+            fx.d.sim.node(n).switch.as_ref().unwrap(),
+            off.d.sim.node(n).switch.as_ref().unwrap(),
+        );
+        let np = f.node(n).num_ports;
+        let linked = |p: u8| f.port_of(n, p).is_some_and(|q| f.port(q).remote.is_some());
+        for i in (0..=np).filter(|&i| i == 0 || linked(i)) {
+            for o in (1..=np).filter(|&o| linked(o)) {
+                assert_eq!(
+                    a.sl2vl(np, i, o),
+                    b.sl2vl(np, i, o),
+                    "switch {n:?} {i}->{o}"
+                );
+            }
+        }
+    }
     // Asking for another SL than the routes chose gets no path, as from OpenSM.
     let r = all.iter().find(|r| r.sl.0 == 1).unwrap();
     let ask = |fx: &mut Fixture, sl: u8| {

@@ -980,6 +980,7 @@ fn vl_tables(qos: &qos::QosOptions, vls: Option<u8>) -> Option<qos::QosOptions> 
             high_limit: 0,
             vlarb_high: qos::VlArbTable::default(),
             vlarb_low: qos::VlArbTable::from_entries(&low).unwrap_or_default(),
+            optimized_sl2vl: qos.optimized_sl2vl,
             ..qos::QosOptions::default()
         }
     };
@@ -1026,7 +1027,9 @@ fn qos_tables(
                         data,
                     };
                     let si = d.nodes[n].switch_info;
-                    if si.is_some_and(|si| si.optimized_sl_to_vl_mapping_programming & 1 != 0) {
+                    let optimized = qos.optimized_sl2vl
+                        && si.is_some_and(|si| si.optimized_sl_to_vl_mapping_programming & 1 != 0);
+                    if optimized {
                         // One Set for every input port (as OpenSM's optimized SL2VL does;
                         // port 0 is among them only on an enhanced port 0).
                         out.push(TableBlock {
