@@ -1227,15 +1227,18 @@ fn path_records_give_the_layered_sls_that_keep_a_dragonfly_deadlock_free() {
     );
     // The simulated switches advertise optimized SL-to-VL programming: one Set per output
     // port covered every input port, and every (input, output) pair holds SL i -> VL i.
-    let switch_sets = plan
-        .tables
-        .iter()
-        .filter(|tb| {
-            tb.attr == sm_mad::attr::SL_TO_VL_MAPPING_TABLE
-                && f.node(f.port(tb.port).node).kind == sm_core::NodeKind::Switch
-        })
-        .map(|tb| sm_mad::sl2vl::Modifier::from_attr_mod(tb.modifier).unwrap())
-        .collect::<Vec<_>>();
+    // The modifiers of the SL-to-VL Sets a plan sends switches.
+    let switch_sl2vl = |plan: &sm_daemon::core::Plan| -> Vec<sm_mad::sl2vl::Modifier> {
+        plan.tables
+            .iter()
+            .filter(|tb| {
+                tb.attr == sm_mad::attr::SL_TO_VL_MAPPING_TABLE
+                    && f.node(f.port(tb.port).node).kind == sm_core::NodeKind::Switch
+            })
+            .map(|tb| sm_mad::sl2vl::Modifier::from_attr_mod(tb.modifier).unwrap())
+            .collect()
+    };
+    let switch_sets = switch_sl2vl(&plan);
     assert!(switch_sets.iter().any(|m| m.all_input_ports));
     assert!(
         switch_sets
@@ -1272,19 +1275,7 @@ fn path_records_give_the_layered_sls_that_keep_a_dragonfly_deadlock_free() {
         },
         SimConfig::default(),
     );
-    let pairs: Vec<_> = off
-        .d
-        .sm
-        .plan()
-        .unwrap()
-        .tables
-        .iter()
-        .filter(|tb| {
-            tb.attr == sm_mad::attr::SL_TO_VL_MAPPING_TABLE
-                && f.node(f.port(tb.port).node).kind == sm_core::NodeKind::Switch
-        })
-        .map(|tb| sm_mad::sl2vl::Modifier::from_attr_mod(tb.modifier).unwrap())
-        .collect();
+    let pairs = switch_sl2vl(off.d.sm.plan().unwrap());
     assert!(pairs.iter().all(|m| !m.is_optimized()));
     assert!(
         pairs.len() > switch_sets.len() * 2,
