@@ -28,6 +28,14 @@ fn route(name: &str, topo: &Topo<'_>, adaptive: bool) -> Result<Routes, RouteErr
     engine(name).unwrap().route(topo, &opts)
 }
 
+/// A 3-level fat-tree of `radix`-port switches with `pods` pods.
+fn fat_tree3(radix: u32, pods: u32) -> GenSpec {
+    GenSpec::FatTree3(FatTree3 {
+        pods: Some(pods),
+        ..FatTree3::new(radix)
+    })
+}
+
 /// A ring of `n` switches, one CA each.
 fn ring(n: u32) -> Fabric {
     let mut f = Fabric::new();
@@ -108,13 +116,7 @@ fn updn_roots_from_options() {
 
 #[test]
 fn updn_auto_roots_are_the_tree_top() {
-    let f = fabric(
-        &GenSpec::FatTree3(FatTree3 {
-            pods: Some(2),
-            ..FatTree3::new(4)
-        }),
-        0,
-    );
+    let f = fabric(&fat_tree3(4, 2), 0);
     let topo = Topo::new(&f).unwrap();
     let ranking = sm_routing::updn::ranking(&topo, &[]).unwrap();
     assert_eq!(ranking.source, sm_routing::updn::RootSource::TreeTop);
@@ -225,10 +227,7 @@ fn ftree_declines_dragonfly_plus_with_no_common_ancestor() {
 #[test]
 fn same_tables_with_one_or_two_threads() {
     let specs = [
-        GenSpec::FatTree3(FatTree3 {
-            pods: Some(4),
-            ..FatTree3::new(8)
-        }),
+        fat_tree3(8, 4),
         GenSpec::Random(Random {
             switches: 40,
             radix: 8,
@@ -369,13 +368,7 @@ proptest! {
 
 #[test]
 fn ftree_with_given_roots_and_compute_nodes() {
-    let f = fabric(
-        &GenSpec::FatTree3(FatTree3 {
-            pods: Some(3),
-            ..FatTree3::new(4)
-        }),
-        0,
-    );
+    let f = fabric(&fat_tree3(4, 3), 0);
     let topo = Topo::new(&f).unwrap();
     let cores: Vec<Guid> = (0..topo.num_switches() as u32)
         .map(|s| topo.guid(SwIdx(s)))
@@ -433,13 +426,7 @@ fn unknown_engine_stops_the_chain() {
 /// of them), and every choice is still one the engine allows, as short as before.
 #[test]
 fn the_sms_lid_is_spread_over_equal_choices() {
-    let f = fabric(
-        &GenSpec::FatTree3(FatTree3 {
-            pods: Some(8),
-            ..FatTree3::new(8)
-        }),
-        0,
-    );
+    let f = fabric(&fat_tree3(8, 8), 0);
     let topo = Topo::new(&f).unwrap();
     let sm = topo
         .dests
