@@ -18,7 +18,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IBSM=${IBSM:-$here/target/release/ibsm}
 [[ -x $IBSM ]] || IBSM=$(command -v ibsm) || { echo "no ibsm binary; build with cargo build --release" >&2; exit 2; }
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT
+trap '[ -n "${KEEP:-}" ] && cp "$scratch/report.json" "$KEEP"; rm -rf "$scratch"' EXIT
 
 python3 - "$net" "$n" "$seed" "$kind" "$match" > "$scratch/links.scn" <<'PY'
 import random, re, sys
@@ -58,6 +58,11 @@ print(f"local repairs: {len(local)}, moving more than the broken or returning ro
 if whole:
     print(f"routes computed whole: {len(whole)} ({whole[0]['reroute'][:70]}...), entries moved "
           f"{sum(s['lft_entries_moved'] for s in whole)} where {sum(s['lft_entries_moved_min'] for s in whole)} had to")
+if engine == "layered":
+    print(f"paths given another SL: {sum(s.get('paths_new_sl', 0) for s in local)}, exposed "
+          f"(their hosts' SL could close a credit loop until they ask again): "
+          f"{sum(s.get('paths_exposed', 0) for s in local)}; repairs keeping every SL: "
+          f"{sum(1 for s in local if s.get('paths_new_sl', 0) == 0)} of {len(local)}")
 print("SMPs over LFT blocks: max", max(over), "| count per value:",
       ", ".join(f"+{k}: {v}" for k, v in sorted(collections.Counter(over).items())))
 for s, o in zip(sweeps, over):

@@ -14,7 +14,7 @@ use sm_core::NodeKind;
 use sm_core::fabric::{Fabric, NodeIdx, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
-use sm_daemon::core::{Event, Params, SweepReport};
+use sm_daemon::core::{Event, Params, Plan, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::Guid;
 use sm_routing::{Routes, Topo, ValidateOptions, validate};
@@ -453,12 +453,65 @@ fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
     }
 }
 
+/// Runs `span` under a layered plan, checking every state the tables pass through for
+/// credit loops among the traffic hosts send: on the SLs of `before` (the SA gives the
+/// new ones only once the repair is programmed, and hosts keep theirs until they ask
+/// again), every pair whose SL the repair keeps, and every pair when the repair reports
+/// none exposed. The paths given another SL are counted in `paths_new_sl`. The same
+/// checks hold once it is done.
+fn run_layered_checked(
+    d: &mut SimDriver,
+    f: &Fabric,
+    before: &Plan,
+    what: &str,
+) -> Vec<SweepReport> {
+    let kept = |d: &SimDriver, src: PortIdx, dlid| {
+        let was = before.path_sl(src, dlid).unwrap();
+        (d.sm.plan().unwrap().path_sl(src, dlid) == Some(was)).then_some(sm_mad::Sl(was))
+    };
+    let all = |src: PortIdx, dlid| Some(sm_mad::Sl(before.path_sl(src, dlid).unwrap()));
+    let mut last = tables(d, f);
+    let (mut states, mut loops) = (0, Vec::new());
+    let mut check = |d: &SimDriver, at: &str| {
+        if let Some(e) = support::delivered_credit_loop(d, at, |s, l| kept(d, s, l)) {
+            panic!("{e}");
+        }
+        loops.extend(support::delivered_credit_loop(d, at, all));
+    };
+    let sweeps = run_watching(d, 300 * MS, |d| {
+        let now = tables(d, f);
+        if now != last {
+            states += 1;
+            check(d, &format!("{what}, state {states}"));
+            last = now;
+        }
+    });
+    assert!(states > 0, "{what}: the tables never changed");
+    check(d, &format!("{what}, done"));
+    let exposed: u64 = sweeps.iter().map(|r| r.paths_exposed).sum();
+    if exposed == 0 {
+        assert!(loops.is_empty(), "none exposed, yet {}", loops[0]);
+    }
+    let old = before.sl.as_ref().unwrap();
+    let new = d.sm.plan().unwrap().sl.clone().unwrap();
+    let topo = Topo::new(&before.fabric).unwrap();
+    let changed = (0..topo.num_switches())
+        .map(|i| sm_routing::SwIdx(i as u32))
+        .flat_map(|s| topo.dests.iter().map(move |t| (s, t.base_lid)))
+        .filter(|&(s, lid)| old.get(s, lid) != new.get(s, lid))
+        .count() as u64;
+    let reported: u64 = sweeps.iter().map(|r| r.paths_new_sl).sum();
+    assert_eq!(reported, changed, "{what}: paths given another SL");
+    sweeps
+}
+
 /// Under the layered engine a link loss moves only the broken routes too: they go round
 /// the lost link, and the paths that changed are placed again into virtual layers that
 /// stay free of cycles. Every path that did not change keeps its SL (hosts keep what the
 /// SA told them), and what the switches hold is free of credit loops on the SLs the plan
-/// gives (an independent trace of every CA pair). When the link returns, the tables and
-/// the SLs are the original ones.
+/// gives (an independent trace of every CA pair), and in every state on the way on the
+/// SLs hosts hold, among the paths that keep theirs. When the link returns, the tables
+/// and the SLs are the original ones.
 #[test]
 fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
     use sm_core::generate::Dragonfly;
@@ -466,12 +519,12 @@ fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
     let (mut d, _) = up(&f, "layered");
     let original = tables(&d, &f);
     let links = support::switch_links(&f);
-    let mut repaired = 0;
+    let (mut repaired, mut kept_all) = (0, 0);
     for &(a, _) in links.iter().step_by(5).take(8) {
         let what = format!("link {a:?}");
         let before = d.sm.plan().unwrap().clone();
         d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
-        let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+        let sweeps = run_layered_checked(&mut d, &f, &before, &what);
         repairs_only(&sweeps, &what);
         for r in &sweeps {
             assert_eq!(
@@ -481,6 +534,7 @@ fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
             );
         }
         repaired += sweeps.iter().filter(|r| r.lft_entries_moved > 0).count();
+        kept_all += usize::from(sweeps.iter().all(|r| r.paths_new_sl == 0));
         let plan = d.sm.plan().unwrap().clone();
         // Paths whose switches all kept their entry for the LID keep their SL.
         let topo = Topo::new(&plan.fabric).unwrap();
@@ -515,8 +569,9 @@ fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
             sm_mad::Sl(plan.path_sl(src, dlid).unwrap())
         });
         d.sim.apply_fault(Fault::LinkUp(a)).unwrap();
-        let sweeps = run_watching(&mut d, 300 * MS, |_| {});
-        repairs_only(&sweeps, &format!("{what} back"));
+        let back_what = format!("{what} back");
+        let sweeps = run_layered_checked(&mut d, &f, &plan, &back_what);
+        repairs_only(&sweeps, &back_what);
         assert!(
             tables(&d, &f) == original,
             "{what}: not the original tables once back"
@@ -529,4 +584,5 @@ fn a_layered_link_loss_moves_only_the_broken_routes_and_keeps_every_other_sl() {
         assert!(back.sl_displaced.is_empty(), "{what}: SLs still displaced");
     }
     assert!(repaired >= 4, "{repaired} repairs moved routes");
+    assert!(kept_all >= 1, "no repair kept every SL");
 }

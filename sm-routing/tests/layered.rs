@@ -251,8 +251,22 @@ fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
         }
         let old = before.sl.clone().unwrap();
         let tables: Vec<&[u8]> = after.lft.iter().map(Vec::as_slice).collect();
-        let changed: Vec<_> = out.moved.iter().map(|m| (m.switch, m.lid)).collect();
-        let (sl, placed) = relayer(&topo, &tables, &old, &Default::default(), &changed, 4).unwrap();
+        let changed: Vec<_> = out.moved.iter().map(|m| (m.switch, m.lid, true)).collect();
+        let before_tables: Vec<&[u8]> = before.lft.iter().map(Vec::as_slice).collect();
+        let r = relayer(
+            &topo,
+            &before_tables,
+            &tables,
+            &old,
+            &Default::default(),
+            &changed,
+            4,
+        )
+        .unwrap();
+        for &(x, lid, port) in &r.rerouted {
+            after.lft[x.idx()][usize::from(lid.0)] = port;
+        }
+        let (sl, placed) = (r.sl, r.placed);
         assert!(sl.max() < 4, "seed {seed}: over the budget");
         let moved_pairs: std::collections::BTreeSet<_> =
             placed.iter().map(|p| (p.switch, p.lid)).collect();

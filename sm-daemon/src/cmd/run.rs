@@ -129,6 +129,10 @@ struct Report {
     /// Entries that had to move (see `SweepReport::lft_entries_moved_min`).
     lft_entries_moved_min: u64,
     lft_entries_restored: u64,
+    /// Layered repairs: paths given another SL, and paths whose traffic on the SL their
+    /// hosts hold could close a credit loop until they ask the SA again.
+    paths_new_sl: u64,
+    paths_exposed: u64,
     unrouted_switch_pairs: u64,
     /// How a repair routed: only what broke, or whole and why.
     reroute: String,
@@ -253,6 +257,8 @@ impl Report {
             lft_entries_moved: r.lft_entries_moved,
             lft_entries_moved_min: r.lft_entries_moved_min,
             lft_entries_restored: r.lft_entries_restored,
+            paths_new_sl: r.paths_new_sl,
+            paths_exposed: r.paths_exposed,
             unrouted_switch_pairs: r.unrouted_switch_pairs,
             reroute: r.reroute.clone(),
             subnet_up: r.subnet_up,

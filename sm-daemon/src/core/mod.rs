@@ -1601,6 +1601,8 @@ impl Sm {
                 lft_entries_moved = r.lft_entries_moved,
                 lft_entries_moved_min = r.lft_entries_moved_min,
                 lft_entries_restored = r.lft_entries_restored,
+                paths_new_sl = r.paths_new_sl,
+                paths_exposed = r.paths_exposed,
                 routing_ms = r.routing_ns as f64 / 1e6,
                 reroute = %r.reroute,
                 up = r.subnet_up,
@@ -2183,7 +2185,7 @@ impl Sm {
                 return self.begin_heavy(now);
             }
         };
-        let (phases, touched) = program::phases(&prev, &new, &repaired.moved);
+        let (phases, touched) = program::phases(&prev, &new, &repaired.moved, &repaired.drain);
         for &(n, block) in &touched {
             self.held
                 .lft_changing(new.fabric.node(n).guid, usize::from(block));
@@ -2199,6 +2201,8 @@ impl Sm {
         rep.lft_entries_moved_min = repaired.moved_min;
         rep.lft_entries_restored = repaired.restored;
         rep.unrouted_switch_pairs = repaired.unrouted;
+        rep.paths_new_sl = repaired.paths_new_sl;
+        rep.paths_exposed = repaired.paths_exposed;
         rep.reroute = repaired
             .full_reroute
             .clone()

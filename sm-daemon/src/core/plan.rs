@@ -527,6 +527,13 @@ pub struct Repaired {
     pub restored: u64,
     /// (switch with CAs, switch LID) pairs the up*/down* ranks leave without a legal path.
     pub unrouted: u64,
+    /// Layered: (source switch, LID) paths that a repair gave another SL.
+    pub paths_new_sl: u64,
+    /// LIDs whose moved entries drop packets first, before any takes its new port.
+    pub drain: Vec<Lid>,
+    /// Of all the paths that changed, those whose traffic on the SL its hosts hold could
+    /// close a credit loop while the repair is programmed or until they ask the SA again.
+    pub paths_exposed: u64,
     /// Why the routes were computed whole rather than repaired, if they were.
     pub full_reroute: Option<String>,
 }
@@ -611,6 +618,7 @@ pub(super) fn repair(
         .collect();
     ms.sort_unstable_by_key(|m| (m.switch, m.lid));
     let mut moved = Vec::with_capacity(ms.len());
+    let keys: Vec<(SwIdx, Lid)> = ms.iter().map(|m| (m.switch, m.lid)).collect();
     for m in ms {
         // Only the chunk written is copied from the table the snapshot shares.
         lfts[m.switch.idx()].set(usize::from(m.lid.0), m.new, lft::NO_ROUTE.0);
@@ -622,10 +630,26 @@ pub(super) fn repair(
         });
     }
     let mut sl_displaced = prev.sl_displaced.clone();
+    let (mut paths_new_sl, mut paths_exposed) = (0, 0);
+    let mut other_ports = Vec::new();
+    let mut drain = Vec::new();
     let sl = match (&prev.rule, &prev.sl) {
         (sm_routing::Rule::Layered, Some(old)) if !out.moved.is_empty() => {
             let tables: Vec<&LftTable> = lfts.iter().collect();
-            let changed: Vec<(SwIdx, Lid)> = out.moved.iter().map(|m| (m.switch, m.lid)).collect();
+            // Entries going back where they were before a repair stay there: the balanced
+            // state returns.
+            let changed: Vec<(SwIdx, Lid, bool)> = out
+                .moved
+                .iter()
+                .map(|m| {
+                    let key = (switches[m.switch.idx()], m.lid.0);
+                    let back = prev
+                        .displaced
+                        .binary_search_by_key(&key, |e| e.0)
+                        .is_ok_and(|i| prev.displaced[i].1 == m.new);
+                    (m.switch, m.lid, !back)
+                })
+                .collect();
             // Within the VLs in use if the paths fit there: one more sends every port a
             // new SL-to-VL table (a switch's one SMP per port pair). Else within the
             // budget the routes were made with.
@@ -635,11 +659,17 @@ pub(super) fn repair(
             }
             .min(link_vls(d, &fabric, p.max_op_vls));
             let first = &*prev.sl_displaced;
-            let fit = |b| sm_routing::relayer::relayer(&topo, &tables, old, first, &changed, b);
+            let before: Vec<&LftTable> = prev.lfts.iter().collect();
+            let fit =
+                |b| sm_routing::relayer::relayer(&topo, &before, &tables, old, first, &changed, b);
             match fit(old.max() + 1).or_else(|_| fit(budget)) {
-                Ok((sl, placed)) => {
+                Ok(r) => {
                     let mut map = (*prev.sl_displaced).clone();
-                    for pl in placed {
+                    paths_new_sl = r.placed.iter().filter(|pl| pl.was != pl.now).count() as u64;
+                    paths_exposed = r.placed.iter().filter(|pl| !pl.safe).count() as u64;
+                    other_ports = r.rerouted;
+                    drain = r.drained;
+                    for pl in r.placed {
                         let key = (pl.switch, pl.lid);
                         match map.get(&key) {
                             Some(&orig) if orig == pl.now => {
@@ -652,7 +682,7 @@ pub(super) fn repair(
                         }
                     }
                     sl_displaced = Arc::new(map);
-                    Some(Arc::new(sl))
+                    Some(Arc::new(r.sl))
                 }
                 Err(why) => {
                     drop(topo);
@@ -663,6 +693,13 @@ pub(super) fn repair(
         _ => prev.sl.clone(),
     };
     drop(topo);
+    // Moved entries the layers wanted elsewhere.
+    for (x, lid, port) in other_ports {
+        lfts[x.idx()].set(usize::from(lid.0), port, lft::NO_ROUTE.0);
+        if let Ok(i) = keys.binary_search(&(x, lid)) {
+            moved[i].new = port;
+        }
+    }
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -706,6 +743,9 @@ pub(super) fn repair(
             moved_min: out.must,
             restored: out.restored,
             unrouted: out.unrouted,
+            paths_new_sl,
+            drain,
+            paths_exposed,
             full_reroute: None,
         },
     ))
@@ -860,6 +900,9 @@ fn rerouted(
             moved_min,
             restored: 0,
             unrouted: 0,
+            paths_new_sl: 0,
+            drain: Vec::new(),
+            paths_exposed: 0,
             full_reroute: Some(why),
         },
     ))

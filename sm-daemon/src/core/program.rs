@@ -785,11 +785,13 @@ pub(super) fn state_only(cur: &port_info::Repr) -> port_info::Repr {
 
 /// A repair's LFT Sets in phases (see [`Scope::phases`]), and every block they touch.
 /// `old` holds the tables before the repair, `new` after; both have the same switches in
-/// the same order.
+/// the same order. The moved entries of the `drain` LIDs (sorted) first drop packets, in
+/// a phase of their own: no packet then follows an old route into a new one.
 pub(super) fn phases(
     old: &Plan,
     new: &Plan,
     moved: &[super::plan::Moved],
+    drain: &[Lid],
 ) -> (Vec<Vec<LftSet>>, Vec<(NodeIdx, u16)>) {
     let f = &new.fabric;
     // The next switch from `at` towards `lid` along the new tables, if any.
@@ -803,13 +805,15 @@ pub(super) fn phases(
             .map(|r| f.port(r).node)
             .filter(|&t| f.node(t).kind == sm_core::fabric::NodeKind::Switch)
     };
-    /// One moved entry: its block, its slot, its switch's depth, its new port.
+    /// One moved entry: its block, its slot, its switch's depth, its new port, whether
+    /// it drops first.
     struct Entry {
         node: NodeIdx,
         block: u16,
         slot: u8,
         depth: u32,
         port: u8,
+        drain: bool,
     }
     // Hops from each moved entry's switch to the switch that delivers its LID, along the
     // new tables; the paths of one LID share their tails, so each LID's depths are
@@ -851,13 +855,15 @@ pub(super) fn phases(
             slot: (usize::from(m.lid.0) % lft::ENTRIES) as u8,
             depth: memo.get(m.switch).map_or(1, |&(_, d)| d),
             port: m.new,
+            drain: drain.binary_search(&m.lid).is_ok(),
         });
     }
     entries.sort_unstable_by_key(|e| (e.node, e.block, e.depth));
     let mut depths: Vec<u32> = entries.iter().map(|e| e.depth).collect();
     depths.sort_unstable();
     depths.dedup();
-    let mut phases: Vec<Vec<LftSet>> = vec![Vec::new(); depths.len()];
+    let first = usize::from(entries.iter().any(|e| e.drain));
+    let mut phases: Vec<Vec<LftSet>> = vec![Vec::new(); depths.len() + first];
     let mut touched = Vec::new();
     for block in entries.chunk_by(|a, b| (a.node, a.block) == (b.node, b.block)) {
         let (node, b) = (block[0].node, block[0].block);
@@ -865,13 +871,24 @@ pub(super) fn phases(
         let mut data = old
             .lft_block(node, usize::from(b))
             .unwrap_or([lft::NO_ROUTE.0; lft::ENTRIES]);
+        if block.iter().any(|e| e.drain) {
+            for e in block.iter().filter(|e| e.drain) {
+                data[usize::from(e.slot)] = lft::NO_ROUTE.0;
+            }
+            phases[0].push(LftSet {
+                node,
+                block: b,
+                data,
+                last: false,
+            });
+        }
         let last = block[block.len() - 1].depth;
         for same in block.chunk_by(|a, b| a.depth == b.depth) {
             for e in same {
                 data[usize::from(e.slot)] = e.port;
             }
             let d = same[0].depth;
-            let k = depths.binary_search(&d).unwrap_or(0);
+            let k = depths.binary_search(&d).unwrap_or(0) + first;
             phases[k].push(LftSet {
                 node,
                 block: b,

@@ -40,6 +40,13 @@ pub struct SweepReport {
     /// (switch with CAs, switch LID) pairs that updn or ftree ranks leave without a legal
     /// path after the repair (management traffic to that switch; OpenSM leaves them too).
     pub unrouted_switch_pairs: u64,
+    /// Layered repairs: (source switch, LID) paths given another SL (hosts that keep the
+    /// SL they asked for still send on the old one).
+    pub paths_new_sl: u64,
+    /// Paths a layered repair changed whose traffic, on the SL its hosts hold, could close
+    /// a credit loop while the repair is programmed or until they ask the SA again (the
+    /// path fit its layer in no way that stays acyclic).
+    pub paths_exposed: u64,
     /// How a repair computed its routes (whole, and why, or only what broke).
     pub reroute: String,
     pub subnet_up: bool,
