@@ -355,8 +355,8 @@ pub struct Relayered {
 
 /// Candidate ports tried per LID whose paths fit their layers in no other way, and in
 /// all (each try places every path of the LID again).
-const TRIES: usize = 8;
-const TRIES_IN_ALL: usize = 64;
+const TRIES: usize = 32;
+const TRIES_IN_ALL: usize = 256;
 
 /// Places the changed paths, LID by LID, into the layers' graphs.
 struct Placer<'a, T: ?Sized> {
