@@ -2225,6 +2225,20 @@ impl Sm {
                     [a, b].iter().any(|&q| !m.is_switch(m.fabric.port(q).node))
                 }
             });
+        let all_tables = !Arc::ptr_eq(&prev.tables, &new.tables);
+        let mut ports = ports;
+        if all_tables {
+            // Tables for another number of VLs go with new port settings (VLHighLimit,
+            // OperationalVLs) beyond the ports the repair looked at.
+            ports.extend(
+                new.settings
+                    .iter_enumerated()
+                    .filter(|&(q, want)| prev.settings.get(q) != Some(want))
+                    .map(|(q, _)| q),
+            );
+            ports.sort_unstable();
+            ports.dedup();
+        }
         let scope = program::Scope {
             ports,
             switches,
@@ -2232,7 +2246,7 @@ impl Sm {
             phases,
             touched,
             mcast_trees,
-            all_tables: !Arc::ptr_eq(&prev.tables, &new.tables),
+            all_tables,
         };
         self.plan = Some(Arc::new(new));
         self.phase = Phase::Program(Programming::repair(scope));
