@@ -492,6 +492,16 @@ fn run_layered_checked(
     if exposed == 0 {
         assert!(loops.is_empty(), "none exposed, yet {}", loops[0]);
     }
+    // The layers' dependencies kept from repair to repair are those of the tables and
+    // SLs now, as a walk of every path finds them.
+    let plan = d.sm.plan().unwrap();
+    let routes = plan.to_routes();
+    let topo = Topo::new(&plan.fabric).unwrap();
+    let now: Vec<&[u8]> = routes.lft.iter().map(Vec::as_slice).collect();
+    let fresh = sm_routing::relayer::Deps::of(&topo, &now, plan.sl.as_ref().unwrap(), 16);
+    let kept = plan.deps.lock().unwrap().clone();
+    assert!(kept.is_some(), "{what}: no dependencies kept");
+    assert!(kept == fresh.ok(), "{what}: the kept dependencies drifted");
     let old = before.sl.as_ref().unwrap();
     let new = d.sm.plan().unwrap().sl.clone().unwrap();
     let topo = Topo::new(&before.fabric).unwrap();

@@ -33,7 +33,7 @@
 //! bits are already there), and each switch's turn is a dependency in those layers. A
 //! dependency is a bit per (channel in, exit of the switch it leads to) and layer.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use sm_core::NodeKind;
 use sm_core::lft::LftRead;
@@ -46,50 +46,178 @@ use crate::topo::{SwIdx, Topo};
 /// beyond, the caller routes everything again.
 const MAX_BITS: usize = 1 << 32;
 
-/// Channels of the topology: link `i` of switch `s` is channel `off[s] + i`.
+/// No switch behind a channel.
+const NONE: u32 = u32::MAX;
+
+/// Channels of the topology, numbered by where they leave: port `p` of switch `s` is
+/// channel `s * width + p`, whether or not its link is up, so that numbers stay the same
+/// while links go and come.
 struct Channels {
-    off: Vec<u32>,
-    /// The switch each channel leads to.
-    head: Vec<SwIdx>,
-    /// Index in `adj(s)` of each port of `s`, `u8::MAX` for none.
-    exit: Vec<[u8; 256]>,
-    /// Most links of any switch.
     width: usize,
+    /// The switch each channel leads to, `NONE` where no link is up.
+    head: Vec<u32>,
 }
 
 impl Channels {
     fn new(topo: &Topo<'_>) -> Channels {
         let n = topo.num_switches();
-        let (mut off, mut head, mut exit) = (Vec::with_capacity(n + 1), Vec::new(), Vec::new());
-        let mut width = 1;
+        let width = (0..n)
+            .map(|s| usize::from(topo.radix(SwIdx(s as u32))) + 1)
+            .max()
+            .unwrap_or(1);
+        let mut head = vec![NONE; n * width];
         for s in (0..n).map(|i| SwIdx(i as u32)) {
-            off.push(head.len() as u32);
-            let mut e = [u8::MAX; 256];
-            for (i, a) in topo.adj(s).iter().enumerate() {
-                e[usize::from(a.port)] = i as u8;
-                head.push(a.peer);
+            for a in topo.adj(s) {
+                head[s.idx() * width + usize::from(a.port)] = a.peer.0;
             }
-            exit.push(e);
-            width = width.max(topo.adj(s).len());
         }
-        off.push(head.len() as u32);
-        Channels {
-            off,
-            head,
-            exit,
-            width,
-        }
+        Channels { width, head }
     }
 
-    /// The link index `s` leaves by towards `lid`, if the table names a link.
+    /// The port `s` leaves by towards `lid`, if the table names a link that is up.
     fn next<T: LftRead + ?Sized>(&self, tables: &[&T], s: SwIdx, lid: Lid) -> Option<u8> {
-        let p = tables[s.idx()].entry(usize::from(lid.0))?;
-        let i = self.exit[s.idx()][usize::from(p)];
-        (i != u8::MAX).then_some(i)
+        let p = tables.get(s.idx())?.entry(usize::from(lid.0))?;
+        (usize::from(p) < self.width && self.head[self.chan(s, p) as usize] != NONE).then_some(p)
     }
 
-    fn chan(&self, s: SwIdx, i: u8) -> u32 {
-        self.off[s.idx()] + u32::from(i)
+    fn chan(&self, s: SwIdx, p: u8) -> u32 {
+        (s.idx() * self.width + usize::from(p)) as u32
+    }
+
+    fn head(&self, c: u32) -> SwIdx {
+        SwIdx(self.head[c as usize])
+    }
+
+    /// The turn from channel `c` into port `p` of the switch it leads to.
+    fn turn(&self, c: u32, p: u8) -> usize {
+        c as usize * self.width + usize::from(p)
+    }
+
+    fn turns(&self) -> usize {
+        self.head.len() * self.width
+    }
+}
+
+/// The layers' dependencies the routes make, kept with the plan between repairs: per
+/// layer, per turn, how many LIDs have a path making it. A repair takes out the LIDs
+/// whose entries moved and puts them back as they are after it, instead of walking every
+/// LID's paths again.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    switches: usize,
+    width: usize,
+    /// Per layer (empty: no turn), indexed by turn.
+    count: Vec<Vec<u16>>,
+    /// Per layer, a bit per turn whose count is not 0 (what the searches read).
+    on: Vec<Vec<u64>>,
+}
+
+impl PartialEq for Deps {
+    /// The same counts (a layer never counted equals one counted down to zero).
+    fn eq(&self, o: &Deps) -> bool {
+        let layer = |d: &Deps, l: usize| d.count.get(l).filter(|v| !v.is_empty()).cloned();
+        let n = self.count.len().max(o.count.len());
+        self.switches == o.switches
+            && self.width == o.width
+            && (0..n).all(|l| match (layer(self, l), layer(o, l)) {
+                (Some(a), Some(b)) => a == b,
+                (Some(v), None) | (None, Some(v)) => v.iter().all(|&c| c == 0),
+                (None, None) => true,
+            })
+    }
+}
+
+impl Deps {
+    /// The dependencies of `tables` (index = switch of `topo`) with the paths' SLs `sl`
+    /// on at most `layers` layers, walked anew.
+    pub fn of<T: LftRead + Sync + ?Sized>(
+        topo: &Topo<'_>,
+        tables: &[&T],
+        sl: &PathSl,
+        layers: usize,
+    ) -> Result<Deps, String> {
+        let ch = Channels::new(topo);
+        let sources = sources(topo);
+        let w = LidWalk {
+            ch: &ch,
+            tables,
+            over: None,
+            sl,
+            layers: layers.clamp(1, 16),
+            sources: &sources,
+            skip: None,
+        };
+        build(&w, &all_lids(topo))
+    }
+
+    fn new(ch: &Channels) -> Deps {
+        Deps {
+            switches: ch.head.len() / ch.width,
+            width: ch.width,
+            count: Vec::new(),
+            on: Vec::new(),
+        }
+    }
+
+    fn fits(&self, ch: &Channels) -> bool {
+        self.width == ch.width && self.switches * self.width == ch.head.len()
+    }
+
+    fn bump(&mut self, layer: usize, turn: usize, up: bool) {
+        if self.count.len() <= layer {
+            self.count.resize_with(layer + 1, Vec::new);
+            self.on.resize_with(layer + 1, Vec::new);
+        }
+        let turns = self.switches * self.width * self.width;
+        let v = &mut self.count[layer];
+        if v.is_empty() {
+            v.resize(turns, 0);
+            self.on[layer].resize(turns.div_ceil(64), 0);
+        }
+        let c = &mut v[turn];
+        *c = if up {
+            c.saturating_add(1)
+        } else {
+            c.saturating_sub(1)
+        };
+        let w = &mut self.on[layer][turn / 64];
+        if *c > 0 {
+            *w |= 1 << (turn % 64);
+        } else {
+            *w &= !(1 << (turn % 64));
+        }
+    }
+
+    fn has(&self, layer: usize, turn: usize) -> bool {
+        self.on
+            .get(layer)
+            .and_then(|v| v.get(turn / 64))
+            .is_some_and(|&w| w >> (turn % 64) & 1 != 0)
+    }
+
+    fn merge(mut self, o: Deps) -> Deps {
+        if self.count.len() < o.count.len() {
+            self.count.resize_with(o.count.len(), Vec::new);
+            self.on.resize_with(o.count.len(), Vec::new);
+        }
+        for ((a, b), (ab, bb)) in self
+            .count
+            .iter_mut()
+            .zip(o.count)
+            .zip(self.on.iter_mut().zip(o.on))
+        {
+            if a.is_empty() {
+                (*a, *ab) = (b, bb);
+            } else if !b.is_empty() {
+                for (x, y) in a.iter_mut().zip(b) {
+                    *x = x.saturating_add(y);
+                }
+                for (x, y) in ab.iter_mut().zip(bb) {
+                    *x |= y;
+                }
+            }
+        }
+        self
     }
 }
 
@@ -100,24 +228,21 @@ struct Seen {
     stack: Vec<u32>,
 }
 
-/// Dependency graphs, one bit set per layer: bit `c * width + j` means a path turns from
-/// channel `c` into link `j` of the switch `c` leads to.
-struct Layers {
+/// The graphs placement works on: the kept dependencies (`base`), and bits added over
+/// them, per graph: the final state's graphs first, then those of all the traffic.
+struct Layers<'a> {
+    base: &'a Deps,
+    layers: usize,
     bits: Vec<Vec<u64>>,
-    width: usize,
 }
 
-impl Layers {
-    fn index(&self, c: u32, j: u8) -> usize {
-        c as usize * self.width + usize::from(j)
+impl Layers<'_> {
+    fn has(&self, graph: usize, i: usize) -> bool {
+        self.bits[graph][i / 64] >> (i % 64) & 1 != 0 || self.base.has(graph % self.layers, i)
     }
 
-    fn has(&self, layer: usize, i: usize) -> bool {
-        self.bits[layer][i / 64] >> (i % 64) & 1 != 0
-    }
-
-    fn set(&mut self, layer: usize, i: usize, on: bool) {
-        let w = &mut self.bits[layer][i / 64];
+    fn set(&mut self, graph: usize, i: usize, on: bool) {
+        let w = &mut self.bits[graph][i / 64];
         if on {
             *w |= 1 << (i % 64);
         } else {
@@ -125,8 +250,16 @@ impl Layers {
         }
     }
 
-    /// Whether channel `to` is reachable from channel `from` in `layer`.
-    fn reaches(&self, ch: &Channels, layer: usize, from: u32, to: u32, seen: &mut Seen) -> bool {
+    /// Whether channel `to` is reachable from channel `from` in `graph`.
+    fn reaches(
+        &self,
+        ch: &Channels,
+        topo: &Topo<'_>,
+        graph: usize,
+        from: u32,
+        to: u32,
+        seen: &mut Seen,
+    ) -> bool {
         seen.stamp = seen.stamp.wrapping_add(1);
         if seen.stamp == 0 {
             seen.at.fill(0);
@@ -143,23 +276,23 @@ impl Layers {
                 continue;
             }
             *mark = seen.stamp;
-            let y = ch.head[c as usize];
-            let deg = (ch.off[y.idx() + 1] - ch.off[y.idx()]) as u8;
-            for j in 0..deg {
-                if self.has(layer, self.index(c, j)) {
-                    seen.stack.push(ch.chan(y, j));
+            let y = ch.head(c);
+            for a in topo.adj(y) {
+                if self.has(graph, ch.turn(c, a.port)) {
+                    seen.stack.push(ch.chan(y, a.port));
                 }
             }
         }
         false
     }
 
-    /// Adds the turns of every path of `paths` (channels, in order) to `layer` if it stays
-    /// acyclic, each bit set into `log`; false (and unchanged) otherwise.
+    /// Adds the turns of every path of `paths` (channels, in order) to `graph` if it
+    /// stays acyclic, each bit set into `log`; false (and unchanged) otherwise.
     fn try_fit(
         &mut self,
         ch: &Channels,
-        layer: usize,
+        topo: &Topo<'_>,
+        graph: usize,
         paths: &[Vec<u32>],
         seen: &mut Seen,
         log: &mut Vec<(usize, usize)>,
@@ -168,16 +301,16 @@ impl Layers {
         for path in paths {
             for w in path.windows(2) {
                 let (a, b) = (w[0], w[1]);
-                let i = self.index(a, (b - ch.off[ch.head[a as usize].idx()]) as u8);
-                if self.has(layer, i) {
+                let i = ch.turn(a, (b as usize % ch.width) as u8);
+                if self.has(graph, i) {
                     continue;
                 }
-                if self.reaches(ch, layer, b, a, seen) {
+                if self.reaches(ch, topo, graph, b, a, seen) {
                     self.undo(log, start);
                     return false;
                 }
-                self.set(layer, i, true);
-                log.push((layer, i));
+                self.set(graph, i, true);
+                log.push((graph, i));
             }
         }
         true
@@ -185,142 +318,138 @@ impl Layers {
 
     /// Clears the bits `log` set from `start` on.
     fn undo(&mut self, log: &mut Vec<(usize, usize)>, start: usize) {
-        for (layer, i) in log.drain(start..) {
-            self.set(layer, i, false);
+        for (graph, i) in log.drain(start..) {
+            self.set(graph, i, false);
         }
     }
 }
 
-/// What one worker gathers over its LIDs.
-struct Part {
-    /// Dependency bits per layer.
-    bits: Vec<Vec<u64>>,
-    /// Paths (source switch, LID) that changed.
-    redo: Vec<(SwIdx, Lid)>,
-    /// Scratch: layers passing each switch, the switches touched, the moved-entry search.
+/// Scratch of the per-LID walk.
+struct Scratch {
+    /// Layers of the paths passing each switch.
     through: Vec<u16>,
     touched: Vec<SwIdx>,
+    /// 0 unknown, 1 on the way, 2 clean, 3 passes a moved entry.
     state: Vec<u8>,
-    err: Option<String>,
 }
 
-impl Part {
-    fn merge(mut self, o: Part) -> Part {
-        for (a, b) in self.bits.iter_mut().zip(&o.bits) {
-            for (x, y) in a.iter_mut().zip(b) {
-                *x |= y;
-            }
+impl Scratch {
+    fn new(n: usize) -> Scratch {
+        Scratch {
+            through: vec![0; n],
+            touched: Vec::new(),
+            state: vec![0; n],
         }
-        self.redo.extend(o.redo);
-        self.err = self.err.or(o.err);
-        self
-    }
-
-    fn set(&mut self, width: usize, layer: usize, c: u32, j: u8) {
-        let i = c as usize * width + usize::from(j);
-        self.bits[layer][i / 64] |= 1 << (i % 64);
     }
 }
 
-/// The inputs of the per-LID pass.
-struct Pass<'a, T: ?Sized> {
+/// One LID's paths to walk: from `sources` along `tables` to `dest`, each on the layer
+/// `sl` gives; paths through a switch of `skip` are listed in `redo` instead.
+struct LidWalk<'a, T: ?Sized> {
     ch: &'a Channels,
     tables: &'a [&'a T],
-    old: &'a PathSl,
-    sources: &'a [SwIdx],
-    by_lid: &'a BTreeMap<Lid, HashSet<SwIdx>>,
+    /// Entries taken instead of the tables' (switch, LID) -> port.
+    over: Option<&'a HashMap<(SwIdx, Lid), u8>>,
+    sl: &'a PathSl,
     layers: usize,
-    width: usize,
+    sources: &'a [SwIdx],
+    /// Per LID, switches whose entry moved.
+    skip: Option<&'a BTreeMap<Lid, HashSet<SwIdx>>>,
 }
 
-impl<T: LftRead + ?Sized> Pass<'_, T> {
-    /// The dependencies of `lid`'s unchanged paths into `part`, its changed paths into
-    /// `part.redo`.
-    fn lid(&self, part: &mut Part, dest: SwIdx, lid: Lid) {
+impl<T: LftRead + ?Sized> LidWalk<'_, T> {
+    /// Every (layer, turn) the paths make, once each, into `out`.
+    fn deps(
+        &self,
+        sc: &mut Scratch,
+        dest: SwIdx,
+        lid: Lid,
+        redo: &mut Vec<(SwIdx, Lid)>,
+        out: &mut impl FnMut(usize, usize),
+    ) -> Result<(), String> {
         let ch = self.ch;
-        let changed = self.by_lid.get(&lid);
-        if let Some(m) = changed {
-            // 0 unknown, 1 on the way, 2 clean, 3 passes a moved entry.
-            part.state.fill(0);
+        let port = |x: SwIdx| match self.over.and_then(|o| o.get(&(x, lid))) {
+            Some(&p) => Some(p),
+            None => ch.next(self.tables, x, lid),
+        };
+        let next = |x: SwIdx| port(x).map(|p| ch.chan(x, p));
+        let skip = self.skip.and_then(|k| k.get(&lid));
+        if let Some(m) = skip {
+            sc.state.fill(0);
             for &s in self.sources {
                 let mut stack = vec![s];
                 while let Some(&x) = stack.last() {
-                    if part.state[x.idx()] >= 2 {
+                    if sc.state[x.idx()] >= 2 {
                         stack.pop();
                         continue;
                     }
                     if m.contains(&x) || x == dest {
-                        part.state[x.idx()] = if x == dest { 2 } else { 3 };
+                        sc.state[x.idx()] = if x == dest { 2 } else { 3 };
                         stack.pop();
                         continue;
                     }
-                    let Some(i) = ch.next(self.tables, x, lid) else {
-                        part.err
-                            .get_or_insert(format!("LID {lid} is not reached from every switch"));
-                        return;
-                    };
-                    let y = ch.head[ch.chan(x, i) as usize];
-                    match part.state[y.idx()] {
+                    let y = next(x)
+                        .map(|c| ch.head(c))
+                        .ok_or_else(|| format!("LID {lid} is not reached from every switch"))?;
+                    match sc.state[y.idx()] {
                         0 => {
-                            part.state[x.idx()] = 1;
+                            sc.state[x.idx()] = 1;
                             stack.push(y);
                         }
-                        1 => {
-                            part.err
-                                .get_or_insert(format!("LID {lid}: the tables loop"));
-                            return;
-                        }
+                        1 => return Err(format!("LID {lid}: the tables loop")),
                         v => {
-                            part.state[x.idx()] = v;
+                            sc.state[x.idx()] = v;
                             stack.pop();
                         }
                     }
                 }
-                if part.state[s.idx()] == 3 {
-                    part.redo.push((s, lid));
+                if sc.state[s.idx()] == 3 {
+                    redo.push((s, lid));
                 }
             }
         }
         for &s in self.sources {
-            if changed.is_some() && part.state[s.idx()] == 3 {
+            if skip.is_some() && sc.state[s.idx()] == 3 {
                 continue;
             }
-            let layer = usize::from(self.old.get(s, lid)).min(self.layers - 1);
-            let mut add = (1u16 << layer) & !part.through[s.idx()];
+            let layer = usize::from(self.sl.get(s, lid)).min(self.layers - 1);
+            let mut add = (1u16 << layer) & !sc.through[s.idx()];
             let mut cur = s;
-            while add != 0 && cur != dest {
-                if part.through[cur.idx()] == 0 {
-                    part.touched.push(cur);
+            let mut hops = 0;
+            while add != 0 && cur != dest && hops <= sc.through.len() {
+                if sc.through[cur.idx()] == 0 {
+                    sc.touched.push(cur);
                 }
-                part.through[cur.idx()] |= add;
-                let Some(i) = ch.next(self.tables, cur, lid) else {
+                sc.through[cur.idx()] |= add;
+                let Some(c) = next(cur) else {
                     break;
                 };
-                cur = ch.head[ch.chan(cur, i) as usize];
-                add &= !part.through[cur.idx()];
+                cur = ch.head(c);
+                add &= !sc.through[cur.idx()];
+                hops += 1;
             }
         }
-        for k in 0..part.touched.len() {
-            let x = part.touched[k];
-            let mut bits = std::mem::take(&mut part.through[x.idx()]);
-            let Some(i) = ch.next(self.tables, x, lid) else {
+        for k in 0..sc.touched.len() {
+            let x = sc.touched[k];
+            let mut bits = std::mem::take(&mut sc.through[x.idx()]);
+            let Some(c) = next(x) else {
                 continue;
             };
-            let c = ch.chan(x, i);
-            let y = ch.head[c as usize];
+            let y = ch.head(c);
             if y == dest {
                 continue;
             }
-            let Some(j) = ch.next(self.tables, y, lid) else {
+            let Some(p) = port(y) else {
                 continue;
             };
             while bits != 0 {
                 let layer = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                part.set(self.width, layer, c, j);
+                out(layer, ch.turn(c, p));
             }
         }
-        part.touched.clear();
+        sc.touched.clear();
+        Ok(())
     }
 }
 
@@ -367,12 +496,12 @@ struct Placer<'a, T: ?Sized> {
     old: &'a PathSl,
     first: &'a BTreeMap<(SwIdx, Lid), u8>,
     layers: usize,
-    g: Layers,
+    g: Layers<'a>,
     seen: Seen,
     log: Vec<(usize, usize)>,
 }
 
-/// One moved entry overridden while a LID's paths are placed: (switch, link index).
+/// One moved entry overridden while a LID's paths are placed: (switch, port).
 type Over = Option<(SwIdx, u8)>;
 
 impl<T: LftRead + ?Sized> Placer<'_, T> {
@@ -404,7 +533,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
             };
             let c = self.ch.chan(cur, i);
             out.push(c);
-            cur = self.ch.head[c as usize];
+            cur = self.ch.head(c);
         }
         cur == dest
     }
@@ -443,7 +572,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
             };
             let c = self.ch.chan(cur, i);
             prefix.push(c);
-            cur = self.ch.head[c as usize];
+            cur = self.ch.head(c);
             if prefix.len() > self.topo.num_switches() {
                 break;
             }
@@ -452,8 +581,14 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
     }
 
     fn fit(&mut self, layer: usize, paths: &[Vec<u32>]) -> bool {
-        self.g
-            .try_fit(self.ch, layer, paths, &mut self.seen, &mut self.log)
+        self.g.try_fit(
+            self.ch,
+            self.topo,
+            layer,
+            paths,
+            &mut self.seen,
+            &mut self.log,
+        )
     }
 
     /// Fits `new` (a path's new route) into `layer` of both graphs; unchanged if either
@@ -481,8 +616,9 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
     /// Places every path of `group` (sources of `lid`) so that the new routes stay
     /// acyclic with all the traffic there may be: back into the layer the path had
     /// before any repair if it fits there, else in its own; and every route it can take
-    /// while programmed on the layer its hosts send on. All or none: `None` leaves the
-    /// graphs as they were.
+    /// while programmed on the layer its hosts send on. All or none: on failure the
+    /// graphs are as they were, and the error is the index in `group` of the path that
+    /// did not fit (tried first next time: failing costs least there).
     fn place_safely(
         &mut self,
         over: Over,
@@ -491,10 +627,10 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
         dest: SwIdx,
         lid: Lid,
         moved: &HashSet<SwIdx>,
-    ) -> Option<Vec<Placed>> {
+    ) -> Result<Vec<Placed>, usize> {
         self.log.clear();
         let mut out = Vec::with_capacity(group.len());
-        for &s in group {
+        for (k, &s) in group.iter().enumerate() {
             let fitted = self
                 .routes(over, s, dest, lid, moved)
                 .and_then(|mut routes| {
@@ -510,7 +646,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
                 });
             let Some((was, now)) = fitted else {
                 self.g.undo(&mut self.log, 0);
-                return None;
+                return Err(k);
             };
             out.push(Placed {
                 switch: s,
@@ -521,7 +657,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
             });
         }
         self.log.clear();
-        Some(out)
+        Ok(out)
     }
 
     /// Places the paths of `group` one by one where their new routes fit, as the final
@@ -576,7 +712,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
     }
 
     /// Other ports for the moved entries of `lid`, shortest routes first: (hops, switch,
-    /// link index).
+    /// port).
     fn candidates(&self, dest: SwIdx, lid: Lid, moved: &HashSet<SwIdx>) -> Vec<(usize, SwIdx, u8)> {
         let mut out = Vec::new();
         let mut m: Vec<SwIdx> = moved.iter().copied().collect();
@@ -584,7 +720,7 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
         let mut scratch = Vec::new();
         for x in m {
             let cur = self.next(self.tables, None, x, lid);
-            for j in 0..self.topo.adj(x).len() as u8 {
+            for j in self.topo.adj(x).iter().map(|a| a.port) {
                 if Some(j) == cur {
                     continue;
                 }
@@ -599,10 +735,112 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
     }
 }
 
-/// New SLs for layered tables after `moved` entries (switch, LID, whether it may take
-/// another port) changed from `before` to `tables`: see the module doc. `old` is the SLs the tables had before, `first` the
-/// SL a path had before any repair (tried first), `budget` the layers (VLs) there may be
-/// at most.
+/// A repair of layered tables, as [`relayer`] reads it.
+pub struct Change<'a, T: ?Sized> {
+    /// The fabric now.
+    pub topo: &'a Topo<'a>,
+    /// The fabric the tables before the repair were made for (same switches).
+    pub before_topo: &'a Topo<'a>,
+    /// The tables before the repair and after it (index = switch).
+    pub before: &'a [&'a T],
+    pub tables: &'a [&'a T],
+    /// The SLs the paths had.
+    pub old: &'a PathSl,
+    /// The SL a path had before any repair, for paths that changed it since.
+    pub first: &'a BTreeMap<(SwIdx, Lid), u8>,
+    /// Entries that changed (switch, LID, whether it may take another port).
+    pub moved: &'a [(SwIdx, Lid, bool)],
+    /// The layers (VLs) there may be at most.
+    pub budget: u8,
+}
+
+/// The LIDs of the switches' tables, by destination switch.
+fn all_lids(topo: &Topo<'_>) -> Vec<(SwIdx, Lid)> {
+    topo.dests
+        .iter()
+        .flat_map(|d| d.lids().map(move |l| (d.sw, l)))
+        .collect()
+}
+
+/// Switches with hosts: where paths start.
+fn sources(topo: &Topo<'_>) -> Vec<SwIdx> {
+    topo.dests
+        .iter()
+        .filter(|d| d.kind != NodeKind::Switch)
+        .map(|d| d.sw)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// Every LID's dependencies, walked anew.
+fn build<T: LftRead + Sync + ?Sized>(
+    w: &LidWalk<'_, T>,
+    lids: &[(SwIdx, Lid)],
+) -> Result<Deps, String> {
+    let n = w.ch.head.len() / w.ch.width;
+    let fresh = || (Deps::new(w.ch), Scratch::new(n), Ok(()));
+    let step = |(mut d, mut sc, mut r): (Deps, Scratch, Result<(), String>),
+                chunk: &[(SwIdx, Lid)]| {
+        let mut redo = Vec::new();
+        for &(dest, lid) in chunk {
+            if r.is_ok() {
+                r = w.deps(&mut sc, dest, lid, &mut redo, &mut |l, t| {
+                    d.bump(l, t, true)
+                });
+            }
+        }
+        (d, sc, r)
+    };
+    let (d, _, r) = if crate::par::worth(lids.len() * n) {
+        use rayon::prelude::*;
+        // One share per thread: each holds counts for every turn.
+        let share = lids.len().div_ceil(rayon::current_num_threads()).max(1);
+        lids.par_chunks(share)
+            .map(|chunk| chunk.chunks(256).fold(fresh(), step))
+            .reduce(fresh, |a, b| (a.0.merge(b.0), a.1, a.2.and(b.2)))
+    } else {
+        lids.chunks(256).fold(fresh(), step)
+    };
+    r.map(|()| d)
+}
+
+/// The (layer, turn) dependencies of each LID of `lids`, and the paths `w` skips.
+type Walked = (Vec<(u8, u32)>, Vec<(SwIdx, Lid)>);
+
+fn walk_each<T: LftRead + Sync + ?Sized>(
+    w: &LidWalk<'_, T>,
+    lids: &[(SwIdx, Lid)],
+) -> Result<Vec<Walked>, String> {
+    let n = w.ch.head.len() / w.ch.width;
+    let one = |sc: &mut Scratch, &(dest, lid): &(SwIdx, Lid)| {
+        let (mut deps, mut redo) = (Vec::new(), Vec::new());
+        w.deps(sc, dest, lid, &mut redo, &mut |l, t| {
+            deps.push((l as u8, t as u32))
+        })
+        .map(|()| (deps, redo))
+    };
+    if crate::par::worth(lids.len() * n) {
+        use rayon::prelude::*;
+        lids.par_iter().map_init(|| Scratch::new(n), one).collect()
+    } else {
+        let mut sc = Scratch::new(n);
+        lids.iter().map(|l| one(&mut sc, l)).collect()
+    }
+}
+
+fn apply(d: &mut Deps, walked: &[Walked], up: bool) {
+    for (deps, _) in walked {
+        for &(l, t) in deps {
+            d.bump(usize::from(l), t as usize, up);
+        }
+    }
+}
+
+/// New SLs for layered tables after a repair moved entries (`c`): see the module doc.
+/// `deps` holds the dependencies of the tables before, kept from the last call (built
+/// if absent or for other switches); it is left holding those of the tables after, or
+/// `None` on an error.
 ///
 /// While the repair is programmed a path's hosts send on the SL they have, over any mix
 /// the switches can hold: the old route up to a switch that already took its new entry,
@@ -611,99 +849,86 @@ impl<T: LftRead + ?Sized> Placer<'_, T> {
 /// fit so, other ports are tried for its moved entries (a few, shortest routes first);
 /// where none does, the paths go where their new routes fit and are not `safe`.
 pub fn relayer<T: LftRead + Sync + ?Sized>(
-    topo: &Topo<'_>,
-    before: &[&T],
-    tables: &[&T],
-    old: &PathSl,
-    first: &BTreeMap<(SwIdx, Lid), u8>,
-    moved: &[(SwIdx, Lid, bool)],
-    budget: u8,
+    c: &Change<'_, T>,
+    deps: &mut Option<Deps>,
 ) -> Result<Relayered, String> {
-    let n = topo.num_switches();
+    let (topo, old) = (c.topo, c.old);
     let ch = Channels::new(topo);
+    let before_ch = Channels::new(c.before_topo);
     let layers = (usize::from(old.max()) + 1)
-        .max(usize::from(budget))
+        .max(usize::from(c.budget))
         .min(16);
-    let per_layer = ch.head.len() * ch.width;
-    if per_layer.saturating_mul(layers) > MAX_BITS {
+    let per_layer = ch.turns();
+    if per_layer.saturating_mul(layers) > MAX_BITS || before_ch.head.len() != ch.head.len() {
+        *deps = None;
         return Err(format!(
-            "{per_layer} dependency bits a layer are too many to layer again"
+            "{per_layer} dependency bits a layer are too many to layer again, or the switches \
+             changed"
         ));
     }
-    let sources: Vec<SwIdx> = topo
-        .dests
-        .iter()
-        .filter(|d| d.kind != NodeKind::Switch)
-        .map(|d| d.sw)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let sources = sources(topo);
+    let before_sources = self::sources(c.before_topo);
     let mut by_lid: BTreeMap<Lid, HashSet<SwIdx>> = BTreeMap::new();
     let mut free: HashSet<(SwIdx, Lid)> = HashSet::new();
-    for &(s, lid, may) in moved {
+    for &(s, lid, may) in c.moved {
         by_lid.entry(lid).or_default().insert(s);
         if may {
             free.insert((s, lid));
         }
     }
-    let lids: Vec<(SwIdx, Lid)> = topo
-        .dests
-        .iter()
-        .flat_map(|d| d.lids().map(move |l| (d.sw, l)))
-        .collect();
-    let words = per_layer.div_ceil(64);
-    let pass = Pass {
-        ch: &ch,
-        tables,
-        old,
-        sources: &sources,
-        by_lid: &by_lid,
+    let before_walk = LidWalk {
+        ch: &before_ch,
+        tables: c.before,
+        over: None,
+        sl: old,
         layers,
-        width: ch.width,
+        sources: &before_sources,
+        skip: None,
     };
-    let fresh = || Part {
-        bits: vec![vec![0u64; words]; layers],
-        redo: Vec::new(),
-        through: vec![0u16; n],
-        touched: Vec::new(),
-        state: vec![0u8; n],
-        err: None,
+    let mut d = match deps.take() {
+        Some(d) if d.fits(&ch) => d,
+        _ => build(&before_walk, &all_lids(c.before_topo))?,
     };
-    let part = if crate::par::worth(lids.len() * n) {
-        use rayon::prelude::*;
-        lids.par_chunks(256)
-            .fold(fresh, |mut part, chunk| {
-                for &(dest, lid) in chunk {
-                    pass.lid(&mut part, dest, lid);
-                }
-                part
-            })
-            .reduce(fresh, Part::merge)
-    } else {
-        let mut part = fresh();
-        for &(dest, lid) in &lids {
-            pass.lid(&mut part, dest, lid);
-        }
-        part
+    // The LIDs whose entries moved: their dependencies taken out as they were, and put
+    // back for the paths that did not change.
+    let dest_of = |t: &Topo<'_>, lid: Lid| t.dest_of(lid).map(|x| x.sw);
+    let was: Vec<(SwIdx, Lid)> = by_lid
+        .keys()
+        .filter_map(|&l| Some((dest_of(c.before_topo, l)?, l)))
+        .collect();
+    apply(&mut d, &walk_each(&before_walk, &was)?, false);
+    let now: Vec<(SwIdx, Lid)> = by_lid
+        .keys()
+        .map(|&l| dest_of(topo, l).map(|x| (x, l)).ok_or("a LID with no port"))
+        .collect::<Result<_, _>>()?;
+    let unchanged = LidWalk {
+        ch: &ch,
+        tables: c.tables,
+        over: None,
+        sl: old,
+        layers,
+        sources: &sources,
+        skip: Some(&by_lid),
     };
-    if let Some(e) = part.err {
-        return Err(e);
-    }
-    let mut redo = part.redo;
+    let kept = walk_each(&unchanged, &now)?;
+    apply(&mut d, &kept, true);
+    let mut redo: Vec<(SwIdx, Lid)> = kept.iter().flat_map(|k| k.1.iter().copied()).collect();
     redo.sort_unstable_by_key(|&(s, lid)| (lid, s));
+    let words = per_layer.div_ceil(64);
     let mut pl = Placer {
         ch: &ch,
         topo,
-        before,
-        tables,
+        before: c.before,
+        tables: c.tables,
         old,
-        first,
+        first: c.first,
         layers,
-        // The final state's graphs, then the same with every route there may be while
-        // and after the repair is programmed.
+        // The final state's graphs, then those of every route there may be while and
+        // after the repair is programmed.
         g: Layers {
-            bits: [part.bits.clone(), part.bits].concat(),
-            width: ch.width,
+            base: &d,
+            layers,
+            bits: vec![vec![0u64; words]; 2 * layers],
         },
         seen: Seen {
             at: vec![0; ch.head.len()],
@@ -722,16 +947,22 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             .dest_of(lid)
             .map(|d| d.sw)
             .ok_or("a LID with no port")?;
-        let sources: Vec<SwIdx> = group.iter().map(|&(s, _)| s).collect();
+        let mut sources: Vec<SwIdx> = group.iter().map(|&(s, _)| s).collect();
         let moved_here = by_lid.get(&lid).unwrap_or(&none);
+        let first_fail = |sources: &mut Vec<SwIdx>, r: Result<Vec<Placed>, usize>| match r {
+            Ok(g) => Some(g),
+            Err(k) => {
+                sources[..=k].rotate_right(1);
+                None
+            }
+        };
         // Ways to place the LID's paths, best first: as the repair routed them, while
         // the old entries still forward; with the moved entries dropping first (an extra
         // Set of their blocks); then so, with another port for one moved entry.
         let mut got = None;
         for drain in [false, true] {
-            got = pl
-                .place_safely(None, drain, &sources, dest, lid, moved_here)
-                .map(|g| (g, drain));
+            let r = pl.place_safely(None, drain, &sources, dest, lid, moved_here);
+            got = first_fail(&mut sources, r).map(|g| (g, drain));
             if got.is_some() {
                 break;
             }
@@ -741,9 +972,9 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             let left = TRIES.min(TRIES_IN_ALL - tried);
             for (_, x, j) in tries.filter(|c| free.contains(&(c.1, lid))).take(left) {
                 tried += 1;
-                let g = pl.place_safely(Some((x, j)), true, &sources, dest, lid, moved_here);
-                if let Some(g) = g {
-                    rerouted.push((x, lid, topo.adj(x)[usize::from(j)].port));
+                let r = pl.place_safely(Some((x, j)), true, &sources, dest, lid, moved_here);
+                if let Some(g) = first_fail(&mut sources, r) {
+                    rerouted.push((x, lid, j));
                     got = Some((g, true));
                     break;
                 }
@@ -761,6 +992,21 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             placed.push(p);
         }
     }
+    drop(pl);
+    // Their dependencies as they are now, in place of those of the unchanged paths.
+    apply(&mut d, &kept, false);
+    let over: HashMap<(SwIdx, Lid), u8> = rerouted.iter().map(|&(x, l, p)| ((x, l), p)).collect();
+    let after = LidWalk {
+        ch: &ch,
+        tables: c.tables,
+        over: Some(&over),
+        sl: &sl,
+        layers,
+        sources: &sources,
+        skip: None,
+    };
+    apply(&mut d, &walk_each(&after, &now)?, true);
+    *deps = Some(d);
     Ok(Relayered {
         sl,
         placed,

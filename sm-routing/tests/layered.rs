@@ -221,7 +221,7 @@ fn a_budget_beyond_the_data_vls_is_refused() {
 /// new SLs, every path that did not change keeps its SL, and the budget holds.
 #[test]
 fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
-    use sm_routing::relayer::relayer;
+    use sm_routing::relayer::{Change, Deps, relayer};
     use sm_routing::repair::{Damage, repair};
     let spec = GenSpec::Dragonfly(Dragonfly::new(9, 4, 2));
     for seed in 0..6usize {
@@ -241,6 +241,7 @@ fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
         let (a, b) = links[(seed * 7) % links.len()];
         let mut damage = Damage::default();
         damage.link_down(&Topo::new(&f).unwrap(), a, b);
+        let whole = f.clone();
         f.disconnect(a);
         let topo = Topo::new(&f).unwrap();
         let out = repair(&topo, &sm_routing::Rule::Shortest, &before.lft, &damage).unwrap();
@@ -253,16 +254,19 @@ fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
         let tables: Vec<&[u8]> = after.lft.iter().map(Vec::as_slice).collect();
         let changed: Vec<_> = out.moved.iter().map(|m| (m.switch, m.lid, true)).collect();
         let before_tables: Vec<&[u8]> = before.lft.iter().map(Vec::as_slice).collect();
-        let r = relayer(
-            &topo,
-            &before_tables,
-            &tables,
-            &old,
-            &Default::default(),
-            &changed,
-            4,
-        )
-        .unwrap();
+        let before_topo = Topo::new(&whole).unwrap();
+        let change = Change {
+            topo: &topo,
+            before_topo: &before_topo,
+            before: &before_tables,
+            tables: &tables,
+            old: &old,
+            first: &Default::default(),
+            moved: &changed,
+            budget: 4,
+        };
+        let mut deps = None;
+        let r = relayer(&change, &mut deps).unwrap();
         for &(x, lid, port) in &r.rerouted {
             after.lft[x.idx()][usize::from(lid.0)] = port;
         }
@@ -281,6 +285,10 @@ fn repaired_paths_go_back_into_acyclic_layers_and_the_others_keep_their_sl() {
                 }
             }
         }
+        // The dependencies kept for the next repair are those of the new tables and SLs.
+        let now: Vec<&[u8]> = after.lft.iter().map(Vec::as_slice).collect();
+        let fresh = Deps::of(&topo, &now, &sl, 4).unwrap();
+        assert!(deps == Some(fresh), "seed {seed}: kept dependencies differ");
         after.sl = Some(Arc::new(sl));
         let v = check(&topo, &after);
         assert_eq!(v.credit_loops, 0, "seed {seed}: {v}");

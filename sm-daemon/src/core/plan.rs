@@ -7,7 +7,7 @@
 //! blocks. Programming sends only what differs from what the nodes hold.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sm_core::dump::{Lfts, SwitchLft};
@@ -93,6 +93,9 @@ pub struct Plan {
     /// the paths use, so that links going and coming do not send every table each time.
     pub table_vls: Option<u8>,
     pub pkeys: Arc<PKeyTables>,
+    /// Layered: the layers' dependencies the routes make, kept for the next repair
+    /// (taken by it; `None` until the first).
+    pub deps: Arc<Mutex<Option<sm_routing::relayer::Deps>>>,
 }
 
 impl Plan {
@@ -158,6 +161,7 @@ impl Plan {
             tables: Arc::default(),
             table_vls: None,
             pkeys: Arc::new(pkeys),
+            deps: Arc::default(),
             fabric,
         }
     }
@@ -287,6 +291,7 @@ pub fn plan(
         tables: Arc::new(tables),
         table_vls: vls,
         pkeys: Arc::new(pkeys),
+        deps: Arc::default(),
         fabric,
     })
 }
@@ -632,6 +637,7 @@ pub(super) fn repair(
     let mut sl_displaced = prev.sl_displaced.clone();
     let (mut paths_new_sl, mut paths_exposed) = (0, 0);
     let mut other_ports = Vec::new();
+    let mut deps = None;
     let mut drain = Vec::new();
     let sl = match (&prev.rule, &prev.sl) {
         (sm_routing::Rule::Layered, Some(old)) if !out.moved.is_empty() => {
@@ -650,19 +656,30 @@ pub(super) fn repair(
                     (m.switch, m.lid, !back)
                 })
                 .collect();
-            // Within the VLs in use if the paths fit there: one more sends every port a
-            // new SL-to-VL table (a switch's one SMP per port pair). Else within the
+            // Within the VLs in use where the paths fit there (the relayer tries them
+            // first): one more sends every port a new SL-to-VL table. Else within the
             // budget the routes were made with.
             let budget = match p.routing_options.vl_budget {
                 0 => sm_routing::layered::DEFAULT_VL_BUDGET,
                 n => n,
             }
             .min(link_vls(d, &fabric, p.max_op_vls));
-            let first = &*prev.sl_displaced;
             let before: Vec<&LftTable> = prev.lfts.iter().collect();
-            let fit =
-                |b| sm_routing::relayer::relayer(&topo, &before, &tables, old, first, &changed, b);
-            match fit(old.max() + 1).or_else(|_| fit(budget)) {
+            let before_topo = Topo::new(&prev.fabric)?;
+            let change = sm_routing::relayer::Change {
+                topo: &topo,
+                before_topo: &before_topo,
+                before: &before,
+                tables: &tables,
+                old,
+                first: &prev.sl_displaced,
+                moved: &changed,
+                budget,
+            };
+            let mut kept = prev.deps.lock().ok().and_then(|mut g| g.take());
+            let placed = sm_routing::relayer::relayer(&change, &mut kept);
+            deps = kept;
+            match placed {
                 Ok(r) => {
                     let mut map = (*prev.sl_displaced).clone();
                     paths_new_sl = r.placed.iter().filter(|pl| pl.was != pl.now).count() as u64;
@@ -734,6 +751,7 @@ pub(super) fn repair(
         tables,
         table_vls,
         pkeys: prev.pkeys.clone(),
+        deps: Arc::new(Mutex::new(deps)),
         fabric,
     };
     Ok((
@@ -878,6 +896,7 @@ fn rerouted(
         tables,
         table_vls,
         pkeys: prev.pkeys.clone(),
+        deps: Arc::default(),
         fabric,
     };
     // What had to move whatever the engine: entries whose port no longer leads to a
