@@ -228,13 +228,41 @@ struct Seen {
     stack: Vec<u32>,
 }
 
+impl Seen {
+    /// A new search: nothing seen.
+    fn next(&mut self) {
+        self.stamp = self.stamp.wrapping_add(1);
+        if self.stamp == 0 {
+            self.at.fill(0);
+            self.stamp = 1;
+        }
+    }
+}
+
 /// The graphs placement works on: the kept dependencies (`base`), and bits added over
 /// them, per graph: the final state's graphs first, then those of all the traffic.
 struct Layers<'a> {
     base: &'a Deps,
     layers: usize,
     bits: Vec<Vec<u64>>,
+    /// Per graph, a topological order of its channels once searches there have cost
+    /// enough to pay for one; kept as turns are added (Pearce and Kelly's dynamic
+    /// topological sort), and still valid when they are taken away.
+    order: Vec<Option<Order>>,
+    /// Per graph, channels the plain searches visited; `u64::MAX` once ordering failed.
+    spent: Vec<u64>,
+    /// Visits (times the channels) after which a graph gets an order.
+    order_after: u64,
 }
+
+/// A topological order: each channel's position, and the channel at each position.
+struct Order {
+    pos: Vec<u32>,
+    at: Vec<u32>,
+}
+
+/// Channels visited by plain searches, times the channels, before a graph gets an order.
+const ORDER_AFTER: u64 = 8;
 
 impl Layers<'_> {
     fn has(&self, graph: usize, i: usize) -> bool {
@@ -250,9 +278,164 @@ impl Layers<'_> {
         }
     }
 
+    /// The channels `c` turns into in `graph`.
+    fn succ<'t>(
+        &'t self,
+        ch: &'t Channels,
+        topo: &'t Topo<'_>,
+        graph: usize,
+        c: u32,
+    ) -> impl Iterator<Item = u32> + 't {
+        let y = ch.head(c);
+        topo.adj(y)
+            .iter()
+            .filter(move |a| self.has(graph, ch.turn(c, a.port)))
+            .map(move |a| ch.chan(y, a.port))
+    }
+
+    /// The channels that turn into `c` in `graph`.
+    fn pred<'t>(
+        &'t self,
+        ch: &'t Channels,
+        topo: &'t Topo<'_>,
+        graph: usize,
+        c: u32,
+    ) -> impl Iterator<Item = u32> + 't {
+        let (y, p) = (
+            SwIdx((c as usize / ch.width) as u32),
+            (c as usize % ch.width) as u8,
+        );
+        topo.adj(y)
+            .iter()
+            .map(move |a| ch.chan(a.peer, a.peer_port))
+            .filter(move |&q| self.has(graph, ch.turn(q, p)))
+    }
+
+    /// A topological order of `graph` (Kahn's algorithm); `None` if it has a cycle.
+    fn ordered(&self, ch: &Channels, topo: &Topo<'_>, graph: usize) -> Option<Order> {
+        let n = ch.head.len();
+        let mut indeg = vec![0u32; n];
+        for c in (0..n as u32).filter(|&c| ch.head[c as usize] != NONE) {
+            for q in self.succ(ch, topo, graph, c) {
+                indeg[q as usize] += 1;
+            }
+        }
+        let mut ready: Vec<u32> = (0..n as u32).filter(|&c| indeg[c as usize] == 0).collect();
+        let (mut pos, mut at) = (vec![0u32; n], Vec::with_capacity(n));
+        while let Some(c) = ready.pop() {
+            pos[c as usize] = at.len() as u32;
+            at.push(c);
+            if ch.head[c as usize] == NONE {
+                continue;
+            }
+            for q in self.succ(ch, topo, graph, c) {
+                indeg[q as usize] -= 1;
+                if indeg[q as usize] == 0 {
+                    ready.push(q);
+                }
+            }
+        }
+        (at.len() == n).then_some(Order { pos, at })
+    }
+
+    /// Whether the turn from channel `a` into channel `b` closes a cycle in `graph`;
+    /// if not, the order (where there is one) is made to hold with it.
+    fn closes(
+        &mut self,
+        ch: &Channels,
+        topo: &Topo<'_>,
+        graph: usize,
+        a: u32,
+        b: u32,
+        seen: &mut Seen,
+    ) -> bool {
+        let enough = self.order_after.saturating_mul(ch.head.len() as u64);
+        if self.order[graph].is_none() && self.spent[graph] >= enough {
+            self.order[graph] = self.ordered(ch, topo, graph);
+            if self.order[graph].is_none() {
+                self.spent[graph] = u64::MAX;
+            }
+        }
+        let Some(order) = self.order[graph].take() else {
+            return self.reaches(ch, topo, graph, b, a, seen);
+        };
+        let mut order = order;
+        let closed = self.reorder(ch, topo, graph, &mut order, a, b, seen);
+        self.order[graph] = Some(order);
+        closed
+    }
+
+    /// Pearce and Kelly: for a turn `a` -> `b` against the order, the channels after `b`
+    /// and before `a` are searched (reaching `a` is a cycle), and the ones found are
+    /// given their positions again, those reaching `a` first.
+    #[allow(clippy::too_many_arguments)]
+    fn reorder(
+        &self,
+        ch: &Channels,
+        topo: &Topo<'_>,
+        graph: usize,
+        o: &mut Order,
+        a: u32,
+        b: u32,
+        seen: &mut Seen,
+    ) -> bool {
+        let (lb, ub) = (o.pos[b as usize], o.pos[a as usize]);
+        if lb > ub {
+            return false;
+        }
+        if a == b {
+            return true;
+        }
+        let mut fwd = Vec::new();
+        seen.next();
+        seen.at[b as usize] = seen.stamp;
+        seen.stack.clear();
+        seen.stack.push(b);
+        while let Some(w) = seen.stack.pop() {
+            fwd.push(w);
+            for z in self.succ(ch, topo, graph, w) {
+                if z == a {
+                    return true;
+                }
+                let zi = z as usize;
+                if o.pos[zi] < ub && seen.at[zi] != seen.stamp {
+                    seen.at[zi] = seen.stamp;
+                    seen.stack.push(z);
+                }
+            }
+        }
+        let mut back = Vec::new();
+        seen.next();
+        seen.at[a as usize] = seen.stamp;
+        seen.stack.push(a);
+        while let Some(w) = seen.stack.pop() {
+            back.push(w);
+            for z in self.pred(ch, topo, graph, w) {
+                let zi = z as usize;
+                if o.pos[zi] > lb && seen.at[zi] != seen.stamp {
+                    seen.at[zi] = seen.stamp;
+                    seen.stack.push(z);
+                }
+            }
+        }
+        back.sort_unstable_by_key(|&c| o.pos[c as usize]);
+        fwd.sort_unstable_by_key(|&c| o.pos[c as usize]);
+        let mut slots: Vec<u32> = back
+            .iter()
+            .chain(&fwd)
+            .map(|&c| o.pos[c as usize])
+            .collect();
+        slots.sort_unstable();
+        for (&c, &p) in back.iter().chain(&fwd).zip(&slots) {
+            o.pos[c as usize] = p;
+            o.at[p as usize] = c;
+        }
+        false
+    }
+
     /// Whether channel `to` is reachable from channel `from` in `graph`.
     fn reaches(
-        &self,
+        &mut self,
         ch: &Channels,
         topo: &Topo<'_>,
         graph: usize,
@@ -260,22 +443,22 @@ impl Layers<'_> {
         to: u32,
         seen: &mut Seen,
     ) -> bool {
-        seen.stamp = seen.stamp.wrapping_add(1);
-        if seen.stamp == 0 {
-            seen.at.fill(0);
-            seen.stamp = 1;
-        }
+        seen.next();
         seen.stack.clear();
         seen.stack.push(from);
+        let mut visited = 0u64;
+        let mut found = false;
         while let Some(c) = seen.stack.pop() {
             if c == to {
-                return true;
+                found = true;
+                break;
             }
             let mark = &mut seen.at[c as usize];
             if *mark == seen.stamp {
                 continue;
             }
             *mark = seen.stamp;
+            visited += 1;
             let y = ch.head(c);
             for a in topo.adj(y) {
                 if self.has(graph, ch.turn(c, a.port)) {
@@ -283,7 +466,8 @@ impl Layers<'_> {
                 }
             }
         }
-        false
+        self.spent[graph] = self.spent[graph].saturating_add(visited);
+        found
     }
 
     /// Adds the turns of every path of `paths` (channels, in order) to `graph` if it
@@ -305,7 +489,7 @@ impl Layers<'_> {
                 if self.has(graph, i) {
                     continue;
                 }
-                if self.reaches(ch, topo, graph, b, a, seen) {
+                if self.closes(ch, topo, graph, a, b, seen) {
                     self.undo(log, start);
                     return false;
                 }
@@ -929,6 +1113,9 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             base: &d,
             layers,
             bits: vec![vec![0u64; words]; 2 * layers],
+            order: (0..2 * layers).map(|_| None).collect(),
+            spent: vec![0; 2 * layers],
+            order_after: ORDER_AFTER,
         },
         seen: Seen {
             at: vec![0; ch.head.len()],
@@ -1013,4 +1200,71 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
         rerouted,
         drained,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use sm_core::generate::{Dragonfly, GenSpec, generate};
+
+    /// The kept order answers every turn as the plain search does, while turns are added
+    /// and taken away at random.
+    #[test]
+    fn the_kept_order_finds_the_cycles_the_search_finds() {
+        let mut f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
+        sm_core::lid::LidStore::new().assign(&mut f, 0).unwrap();
+        let topo = Topo::new(&f).unwrap();
+        let ch = Channels::new(&topo);
+        let base = Deps::new(&ch);
+        let words = ch.turns().div_ceil(64);
+        let layers = |order_after| Layers {
+            base: &base,
+            layers: 1,
+            bits: vec![vec![0u64; words]],
+            order: vec![None],
+            spent: vec![0],
+            order_after,
+        };
+        let (mut kept, mut plain) = (layers(0), layers(u64::MAX));
+        let seen = || Seen {
+            at: vec![0; ch.head.len()],
+            stamp: 0,
+            stack: Vec::new(),
+        };
+        let (mut s1, mut s2) = (seen(), seen());
+        let ch = &ch;
+        let turns: Vec<(u32, u32)> = (0..topo.num_switches())
+            .map(|i| SwIdx(i as u32))
+            .flat_map(|x| topo.adj(x).iter().map(move |a| (x, a)))
+            .flat_map(|(x, a)| {
+                let c = ch.chan(x, a.port);
+                topo.adj(a.peer)
+                    .iter()
+                    .map(move |b| (c, ch.chan(a.peer, b.port)))
+            })
+            .collect();
+        let (mut rng, mut refused, mut log1, mut log2) = (7u64, 0, Vec::new(), Vec::new());
+        for step in 0..4000 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let (a, b) = turns[(rng >> 33) as usize % turns.len()];
+            if step % 10 == 9 && !log1.is_empty() {
+                // Take a few turns away again, in both.
+                let k = log1.len().saturating_sub(3);
+                kept.undo(&mut log1, k);
+                let k = log2.len().saturating_sub(3);
+                plain.undo(&mut log2, k);
+                continue;
+            }
+            let path = [vec![a, b]];
+            let x = kept.try_fit(ch, &topo, 0, &path, &mut s1, &mut log1);
+            let y = plain.try_fit(ch, &topo, 0, &path, &mut s2, &mut log2);
+            assert_eq!(x, y, "step {step}: turn {a} -> {b}");
+            refused += usize::from(!x);
+        }
+        assert!(kept.order[0].is_some(), "no order was kept");
+        assert!(refused > 100, "only {refused} turns closed a cycle");
+    }
 }

@@ -271,6 +271,16 @@ pub fn plan(
     let mut settings = port_settings(d, &fabric, own_lid, p);
     let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
     let (tables, pkeys) = tables(d, &fabric, &mut settings, p, vls);
+    // Layered: the layers' dependencies, so that the first repair need not walk every
+    // path (a few seconds at 40,000 hosts; a repair after a failure here walks them).
+    let deps = match (&routed.routes.rule, &routed.routes.sl) {
+        (sm_routing::Rule::Layered, Some(sl)) if !routed.routes.lft.is_empty() => {
+            let topo = Topo::new(&fabric)?;
+            let lft: Vec<&[u8]> = routed.routes.lft.iter().map(Vec::as_slice).collect();
+            sm_routing::relayer::Deps::of(&topo, &lft, sl, 16).ok()
+        }
+        _ => None,
+    };
     Ok(Plan {
         engine: routed.routes.engine,
         rule: routed.routes.rule,
@@ -291,7 +301,7 @@ pub fn plan(
         tables: Arc::new(tables),
         table_vls: vls,
         pkeys: Arc::new(pkeys),
-        deps: Arc::default(),
+        deps: Arc::new(Mutex::new(deps)),
         fabric,
     })
 }
