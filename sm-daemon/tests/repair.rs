@@ -469,14 +469,16 @@ fn run_layered_checked(
         let was = before.path_sl(src, dlid).unwrap();
         (d.sm.plan().unwrap().path_sl(src, dlid) == Some(was)).then_some(sm_mad::Sl(was))
     };
-    let all = |src: PortIdx, dlid| Some(sm_mad::Sl(before.path_sl(src, dlid).unwrap()));
+    let held = |src: PortIdx, dlid| Some(sm_mad::Sl(before.path_sl(src, dlid).unwrap()));
     let mut last = tables(d, f);
     let (mut states, mut loops) = (0, Vec::new());
     let mut check = |d: &SimDriver, at: &str| {
-        if let Some(e) = support::delivered_credit_loop(d, at, |s, l| kept(d, s, l)) {
+        let (all, kept) =
+            support::delivered_credit_loops(d, at, held, |s, l| kept(d, s, l).is_some());
+        if let Some(e) = kept {
             panic!("{e}");
         }
-        loops.extend(support::delivered_credit_loop(d, at, all));
+        loops.extend(all);
     };
     let sweeps = run_watching(d, 300 * MS, |d| {
         let now = tables(d, f);

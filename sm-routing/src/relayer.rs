@@ -459,12 +459,7 @@ impl Layers<'_> {
             }
             *mark = seen.stamp;
             visited += 1;
-            let y = ch.head(c);
-            for a in topo.adj(y) {
-                if self.has(graph, ch.turn(c, a.port)) {
-                    seen.stack.push(ch.chan(y, a.port));
-                }
-            }
+            seen.stack.extend(self.succ(ch, topo, graph, c));
         }
         self.spent[graph] = self.spent[graph].saturating_add(visited);
         found

@@ -80,27 +80,51 @@ pub(crate) fn traced_without_credit_loops(
     what: &str,
     mut sl_of: impl FnMut(PortIdx, Lid) -> Sl,
 ) -> BTreeSet<u8> {
-    traced_inner(d, what, false, |s, l| Some(sl_of(s, l))).unwrap_or_else(|e| panic!("{e}"))
+    let mut g = Deps::default();
+    for (_, slid, dlid, sl) in pairs(d, what, false, |s, l| Some(sl_of(s, l))) {
+        let path = d
+            .sim
+            .trace(slid, dlid, sl, PKey(0xffff))
+            .unwrap_or_else(|e| panic!("{what}: {slid} -> {dlid} on SL {}: {e}", sl.0));
+        g.add(&path);
+    }
+    g.cycle(what).map_or(g.vls, |e| panic!("{e}"))
 }
 
-/// As [`traced_without_credit_loops`], for a state in the middle of a repair: a packet
-/// dropped on its way (a table still points at the lost link) holds no channel for long,
-/// so only the pairs delivered are traced, and only those `sl_of` gives an SL. The cycle
-/// found, if any.
-pub(crate) fn delivered_credit_loop(
+/// As [`traced_without_credit_loops`], for a state in the middle of a repair, and for
+/// two sets of pairs at once: every pair `sl_of` gives an SL, and those of them `keep`
+/// takes. A packet dropped on its way (a table still points at the lost link) holds no
+/// channel for long, so only the pairs delivered count. Paths from the hosts of one
+/// switch share their channels between switches (a switch's paths have one SL per
+/// LID), and cycles form only there, so one host per switch is traced. The cycle found
+/// among all, and among those kept, if any.
+pub(crate) fn delivered_credit_loops(
     d: &SimDriver,
     what: &str,
     sl_of: impl FnMut(PortIdx, Lid) -> Option<Sl>,
-) -> Option<String> {
-    traced_inner(d, what, true, sl_of).err()
+    mut keep: impl FnMut(PortIdx, Lid) -> bool,
+) -> (Option<String>, Option<String>) {
+    let (mut all, mut kept) = (Deps::default(), Deps::default());
+    for (src, slid, dlid, sl) in pairs(d, what, true, sl_of) {
+        let Ok(path) = d.sim.trace(slid, dlid, sl, PKey(0xffff)) else {
+            continue;
+        };
+        all.add(&path);
+        if keep(src, dlid) {
+            kept.add(&path);
+        }
+    }
+    (all.cycle(what), kept.cycle(what))
 }
 
-fn traced_inner(
+/// (source port, its LID, DLID, SL) of the CA pairs traced, one source per switch if
+/// `per_switch`.
+fn pairs(
     d: &SimDriver,
     what: &str,
-    drops: bool,
+    per_switch: bool,
     mut sl_of: impl FnMut(PortIdx, Lid) -> Option<Sl>,
-) -> Result<BTreeSet<u8>, String> {
+) -> Vec<(PortIdx, Lid, Lid, Sl)> {
     let f = &d.sm.plan().expect("a plan").fabric;
     let ends: Vec<(PortIdx, Lid)> = f
         .cas()
@@ -109,72 +133,86 @@ fn traced_inner(
         .map(|p| (p, f.port(p).lid))
         .collect();
     assert!(ends.len() > 1, "{what}: no pairs");
-    // A channel: the link leaving (node, port), on a VL.
-    type Chan = (Guid, u8, u8);
-    let mut next: HashMap<Chan, BTreeSet<Chan>> = HashMap::new();
-    let mut vls = BTreeSet::new();
+    let mut from = BTreeSet::new();
+    let mut out = Vec::new();
     for &(s, slid) in &ends {
+        let sw = f.port(s).remote.map(|r| f.port(r).node);
+        if per_switch && !from.insert(sw) {
+            continue;
+        }
         for &(_, dlid) in &ends {
-            if slid == dlid {
-                continue;
-            }
-            let Some(sl) = sl_of(s, dlid) else {
-                continue;
-            };
-            let path = match d.sim.trace(slid, dlid, sl, PKey(0xffff)) {
-                Ok(p) => p,
-                Err(_) if drops => continue,
-                Err(e) => panic!("{what}: {slid} -> {dlid} on SL {}: {e}", sl.0),
-            };
-            let chans: Vec<Chan> = path
-                .hops
-                .iter()
-                .map(|h| (h.node, h.out_port, h.vl.0))
-                .collect();
-            for w in chans.windows(2) {
-                next.entry(w[0]).or_default().insert(w[1]);
-            }
-            vls.extend(chans.iter().map(|c| c.2));
-        }
-    }
-    // Kahn's algorithm: the graph empties exactly when it has no cycle.
-    let mut indegree: HashMap<Chan, usize> = HashMap::new();
-    for (&c, outs) in &next {
-        indegree.entry(c).or_default();
-        for &o in outs {
-            *indegree.entry(o).or_default() += 1;
-        }
-    }
-    let mut ready: Vec<Chan> = indegree
-        .iter()
-        .filter(|&(_, &n)| n == 0)
-        .map(|(&c, _)| c)
-        .collect();
-    let mut removed = 0;
-    while let Some(c) = ready.pop() {
-        removed += 1;
-        for o in next.get(&c).into_iter().flatten() {
-            let n = indegree.get_mut(o).expect("counted");
-            *n -= 1;
-            if *n == 0 {
-                ready.push(*o);
+            if slid != dlid {
+                if let Some(sl) = sl_of(s, dlid) {
+                    out.push((s, slid, dlid, sl));
+                }
             }
         }
     }
-    let cyclic: Vec<&Chan> = indegree
-        .iter()
-        .filter(|&(_, &n)| n > 0)
-        .map(|(c, _)| c)
-        .collect();
-    if removed != indegree.len() {
-        return Err(format!(
-            "{what}: the traced channels depend on each other in a cycle (credit loop) among \
-             {} channels, e.g. {:?}",
-            cyclic.len(),
-            &cyclic[..cyclic.len().min(4)]
-        ));
+    out
+}
+
+/// A channel: the link leaving (node, port), on a VL.
+type Chan = (Guid, u8, u8);
+
+/// Channels packets hold one after the other.
+#[derive(Default)]
+struct Deps {
+    next: HashMap<Chan, BTreeSet<Chan>>,
+    vls: BTreeSet<u8>,
+}
+
+impl Deps {
+    fn add(&mut self, path: &sm_sim::trace::Path) {
+        let chans: Vec<Chan> = path
+            .hops
+            .iter()
+            .map(|h| (h.node, h.out_port, h.vl.0))
+            .collect();
+        for w in chans.windows(2) {
+            self.next.entry(w[0]).or_default().insert(w[1]);
+        }
+        self.vls.extend(chans.iter().map(|c| c.2));
     }
-    Ok(vls)
+
+    /// Kahn's algorithm: the graph empties exactly when it has no cycle.
+    fn cycle(&self, what: &str) -> Option<String> {
+        let mut indegree: HashMap<Chan, usize> = HashMap::new();
+        for (&c, outs) in &self.next {
+            indegree.entry(c).or_default();
+            for &o in outs {
+                *indegree.entry(o).or_default() += 1;
+            }
+        }
+        let mut ready: Vec<Chan> = indegree
+            .iter()
+            .filter(|&(_, &n)| n == 0)
+            .map(|(&c, _)| c)
+            .collect();
+        let mut removed = 0;
+        while let Some(c) = ready.pop() {
+            removed += 1;
+            for o in self.next.get(&c).into_iter().flatten() {
+                let n = indegree.get_mut(o).expect("counted");
+                *n -= 1;
+                if *n == 0 {
+                    ready.push(*o);
+                }
+            }
+        }
+        let cyclic: Vec<&Chan> = indegree
+            .iter()
+            .filter(|&(_, &n)| n > 0)
+            .map(|(c, _)| c)
+            .collect();
+        (removed != indegree.len()).then(|| {
+            format!(
+                "{what}: the traced channels depend on each other in a cycle (credit loop) \
+                 among {} channels, e.g. {:?}",
+                cyclic.len(),
+                &cyclic[..cyclic.len().min(4)]
+            )
+        })
+    }
 }
 
 /// The first linked CA port: where the tests put the SM.
