@@ -62,6 +62,10 @@ pub struct LastSweep {
     pub smps: u64,
     pub lft_blocks_sent: u64,
     pub lft_entries_moved: u64,
+    /// Layered repairs: paths whose traffic on the SL their hosts hold may close a credit
+    /// loop until they ask the SA again.
+    #[serde(default)]
+    pub paths_exposed: u64,
     pub engine_used: String,
     pub errors: Vec<String>,
 }
@@ -196,6 +200,7 @@ struct Metrics {
     sweep_seconds: Histogram,
     recovery_seconds: Histogram,
     lft_blocks: Counter,
+    paths_exposed: Counter,
     events: Family<KindLabel, Counter>,
     perf_sweeps: Counter,
     port_errors: Counter,
@@ -239,6 +244,7 @@ impl Metrics {
             sweep_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             recovery_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
             lft_blocks: Counter::default(),
+            paths_exposed: Counter::default(),
             events: Family::default(),
             perf_sweeps: Counter::default(),
             port_errors: Counter::default(),
@@ -303,6 +309,12 @@ impl Metrics {
             "lft_blocks_sent",
             "Forwarding table blocks sent",
             m.lft_blocks.clone(),
+        );
+        registry.register(
+            "paths_exposed",
+            "Layered repairs: paths given another SL whose traffic on the SL their hosts \
+             hold may close a credit loop until they ask the SA again",
+            m.paths_exposed.clone(),
         );
         registry.register(
             "fabric_events",
@@ -610,6 +622,7 @@ impl Ops {
             m.recovery_seconds.observe(r.recovery_ns as f64 / 1e9);
         }
         m.lft_blocks.inc_by(r.lft_blocks_sent);
+        m.paths_exposed.inc_by(r.paths_exposed);
         for (t, n) in [("switch", r.switches), ("ca", r.cas), ("router", r.routers)] {
             m.nodes
                 .get_or_create(&TypeLabel { r#type: t })
@@ -645,6 +658,7 @@ impl Ops {
             smps: r.mads_sent,
             lft_blocks_sent: r.lft_blocks_sent,
             lft_entries_moved: r.lft_entries_moved,
+            paths_exposed: r.paths_exposed,
             engine_used: r.engine_used.clone(),
             errors: r.errors.clone(),
         });

@@ -279,3 +279,51 @@ fn per_port_counters_are_metrics_only_when_asked_for() {
         text.len()
     );
 }
+
+/// A layered repair that has to give paths another SL says how many it left exposed
+/// (hosts sending on the old SL until they ask the SA again), in the metrics and in the
+/// status, as its sweep report does.
+#[test]
+fn a_layered_repair_reports_the_paths_it_exposes() {
+    use sm_core::generate::Dragonfly;
+    let f = generate(&GenSpec::Dragonfly(Dragonfly::new(9, 4, 2))).unwrap();
+    let mut ops = Ops::new(3, None).unwrap();
+    let params = Params {
+        routing: "layered".into(),
+        ..Params::default()
+    };
+    let mut d = support::started(&f, params);
+    // Runs 300 ms, feeding `ops`; the exposed paths of every sweep, and of the last.
+    let watch = |d: &mut SimDriver, ops: &mut Ops| {
+        let (mut sum, mut last) = (0, 0);
+        let end = d.now() + 300 * MS;
+        while d.now() < end {
+            while let Some(e) = d.sm.poll_event() {
+                if let Event::SweepDone(r) = &e {
+                    (sum, last) = (sum + r.paths_exposed, r.paths_exposed);
+                    ops.observe(&d.sm, Some(r));
+                }
+            }
+            if !d.step() {
+                break;
+            }
+        }
+        (sum, last)
+    };
+    let (mut exposed, mut last) = watch(&mut d, &mut ops);
+    for &(a, _) in support::switch_links(&f).iter().step_by(5).take(8) {
+        d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
+        let (sum, l) = watch(&mut d, &mut ops);
+        (exposed, last) = (exposed + sum, l);
+        if last > 0 {
+            break;
+        }
+        d.sim.apply_fault(Fault::LinkUp(a)).unwrap();
+        exposed += watch(&mut d, &mut ops).0;
+    }
+    assert!(last > 0, "no repair had to expose a path");
+    let text = ops.encode_metrics();
+    assert_eq!(sample(&text, "ibsm_paths_exposed_total"), exposed as f64);
+    let s = ops.status();
+    assert_eq!(s.last_sweep.as_ref().map(|l| l.paths_exposed), Some(last));
+}

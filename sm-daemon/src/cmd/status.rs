@@ -136,10 +136,13 @@ pub(crate) fn status(a: Args) -> anyhow::Result<()> {
                 l.sweep_ms,
                 l.smps,
                 l.lft_blocks_sent,
-                if l.heavy {
-                    String::new()
-                } else {
-                    format!(", recovery {:.1} ms", l.recovery_ms)
+                match (l.heavy, l.paths_exposed) {
+                    (true, _) => String::new(),
+                    (false, 0) => format!(", recovery {:.1} ms", l.recovery_ms),
+                    (false, n) => format!(
+                        ", recovery {:.1} ms, {n} paths exposed on their old SL",
+                        l.recovery_ms
+                    ),
                 }
             ),
         );
