@@ -150,6 +150,22 @@ impl Deps {
         build(&w, &all_lids(topo))
     }
 
+    /// The dependencies kept from before a repair that moved no entry of `tables`
+    /// (layered on `sl`): the same, unless a switch gained its first host or lost its
+    /// last (its paths to every LID came or went), when they are walked anew.
+    pub fn carried<T: LftRead + Sync + ?Sized>(
+        kept: Option<Deps>,
+        before: &Topo<'_>,
+        topo: &Topo<'_>,
+        tables: &[&T],
+        sl: &PathSl,
+    ) -> Option<Deps> {
+        match kept {
+            Some(d) if sources(before) == sources(topo) => Some(d),
+            _ => Deps::of(topo, tables, sl, 16).ok(),
+        }
+    }
+
     fn new(ch: &Channels) -> Deps {
         Deps {
             switches: ch.head.len() / ch.width,
@@ -1187,7 +1203,13 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
         sources: &sources,
         skip: None,
     };
-    apply(&mut d, &walk_each(&after, &now)?, true);
+    if sources == before_sources {
+        apply(&mut d, &walk_each(&after, &now)?, true);
+    } else {
+        // A switch gained its first host or lost its last: its paths to every LID came
+        // or went, not only those of the LIDs that moved.
+        d = build(&after, &all_lids(topo))?;
+    }
     *deps = Some(d);
     Ok(Relayered {
         sl,

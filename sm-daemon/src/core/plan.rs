@@ -717,6 +717,13 @@ pub(super) fn repair(
                 }
             }
         }
+        (sm_routing::Rule::Layered, Some(old)) => {
+            let kept = prev.deps.lock().ok().and_then(|mut g| g.take());
+            let before_topo = Topo::new(&prev.fabric)?;
+            let tables: Vec<&LftTable> = lfts.iter().collect();
+            deps = sm_routing::relayer::Deps::carried(kept, &before_topo, &topo, &tables, old);
+            prev.sl.clone()
+        }
         _ => prev.sl.clone(),
     };
     drop(topo);
