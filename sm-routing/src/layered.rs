@@ -1128,11 +1128,7 @@ impl Layer {
             out: vec![Vec::new(); chans],
             inn: vec![Vec::new(); chans],
             ord: (0..chans as u32).collect(),
-            dfs: Dfs {
-                mark: vec![0; chans],
-                epoch: 0,
-                stack: Vec::new(),
-            },
+            dfs: Dfs::new(chans),
             fwd: Vec::new(),
             bwd: Vec::new(),
             added: Vec::new(),
@@ -1249,16 +1245,26 @@ fn key(x: u32, y: u32) -> u64 {
 }
 
 /// A depth-first search bounded to part of a graph, with marks that one new epoch clears.
-struct Dfs {
-    mark: Vec<u32>,
-    epoch: u32,
-    stack: Vec<u32>,
+/// The relayer's searches use it too.
+pub(crate) struct Dfs {
+    pub(crate) mark: Vec<u32>,
+    pub(crate) epoch: u32,
+    pub(crate) stack: Vec<u32>,
 }
 
 impl Dfs {
+    /// Scratch for a graph of `nodes` nodes.
+    pub(crate) fn new(nodes: usize) -> Dfs {
+        Dfs {
+            mark: vec![0; nodes],
+            epoch: 0,
+            stack: Vec::new(),
+        }
+    }
+
     /// A new epoch: nothing is marked. Searches in one epoch never revisit each other's
     /// nodes.
-    fn begin(&mut self) {
+    pub(crate) fn begin(&mut self) {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.mark.fill(0);

@@ -39,6 +39,7 @@ use sm_core::NodeKind;
 use sm_core::lft::LftRead;
 use sm_mad::Lid;
 
+use crate::layered::Dfs;
 use crate::routes::PathSl;
 use crate::topo::{SwIdx, Topo};
 
@@ -237,24 +238,6 @@ impl Deps {
     }
 }
 
-/// Scratch of the reachability search: the channels seen carry the current stamp.
-struct Seen {
-    at: Vec<u32>,
-    stamp: u32,
-    stack: Vec<u32>,
-}
-
-impl Seen {
-    /// A new search: nothing seen.
-    fn next(&mut self) {
-        self.stamp = self.stamp.wrapping_add(1);
-        if self.stamp == 0 {
-            self.at.fill(0);
-            self.stamp = 1;
-        }
-    }
-}
-
 /// The graphs placement works on: the kept dependencies (`base`), and bits added over
 /// them, per graph: the final state's graphs first, then those of all the traffic.
 struct Layers<'a> {
@@ -363,7 +346,7 @@ impl Layers<'_> {
         graph: usize,
         a: u32,
         b: u32,
-        seen: &mut Seen,
+        seen: &mut Dfs,
     ) -> bool {
         let enough = self.order_after.saturating_mul(ch.head.len() as u64);
         if self.order[graph].is_none() && self.spent[graph] >= enough {
@@ -393,7 +376,7 @@ impl Layers<'_> {
         o: &mut Order,
         a: u32,
         b: u32,
-        seen: &mut Seen,
+        seen: &mut Dfs,
     ) -> bool {
         let (lb, ub) = (o.pos[b as usize], o.pos[a as usize]);
         if lb > ub {
@@ -403,8 +386,8 @@ impl Layers<'_> {
             return true;
         }
         let mut fwd = Vec::new();
-        seen.next();
-        seen.at[b as usize] = seen.stamp;
+        seen.begin();
+        seen.mark[b as usize] = seen.epoch;
         seen.stack.clear();
         seen.stack.push(b);
         while let Some(w) = seen.stack.pop() {
@@ -414,22 +397,22 @@ impl Layers<'_> {
                     return true;
                 }
                 let zi = z as usize;
-                if o.pos[zi] < ub && seen.at[zi] != seen.stamp {
-                    seen.at[zi] = seen.stamp;
+                if o.pos[zi] < ub && seen.mark[zi] != seen.epoch {
+                    seen.mark[zi] = seen.epoch;
                     seen.stack.push(z);
                 }
             }
         }
         let mut back = Vec::new();
-        seen.next();
-        seen.at[a as usize] = seen.stamp;
+        seen.begin();
+        seen.mark[a as usize] = seen.epoch;
         seen.stack.push(a);
         while let Some(w) = seen.stack.pop() {
             back.push(w);
             for z in self.pred(ch, topo, graph, w) {
                 let zi = z as usize;
-                if o.pos[zi] > lb && seen.at[zi] != seen.stamp {
-                    seen.at[zi] = seen.stamp;
+                if o.pos[zi] > lb && seen.mark[zi] != seen.epoch {
+                    seen.mark[zi] = seen.epoch;
                     seen.stack.push(z);
                 }
             }
@@ -457,9 +440,9 @@ impl Layers<'_> {
         graph: usize,
         from: u32,
         to: u32,
-        seen: &mut Seen,
+        seen: &mut Dfs,
     ) -> bool {
-        seen.next();
+        seen.begin();
         seen.stack.clear();
         seen.stack.push(from);
         let mut visited = 0u64;
@@ -469,11 +452,11 @@ impl Layers<'_> {
                 found = true;
                 break;
             }
-            let mark = &mut seen.at[c as usize];
-            if *mark == seen.stamp {
+            let mark = &mut seen.mark[c as usize];
+            if *mark == seen.epoch {
                 continue;
             }
-            *mark = seen.stamp;
+            *mark = seen.epoch;
             visited += 1;
             seen.stack.extend(self.succ(ch, topo, graph, c));
         }
@@ -489,7 +472,7 @@ impl Layers<'_> {
         topo: &Topo<'_>,
         graph: usize,
         paths: &[Vec<u32>],
-        seen: &mut Seen,
+        seen: &mut Dfs,
         log: &mut Vec<(usize, usize)>,
     ) -> bool {
         let start = log.len();
@@ -692,7 +675,7 @@ struct Placer<'a, T: ?Sized> {
     first: &'a BTreeMap<(SwIdx, Lid), u8>,
     layers: usize,
     g: Layers<'a>,
-    seen: Seen,
+    seen: Dfs,
     log: Vec<(usize, usize)>,
 }
 
@@ -1128,11 +1111,7 @@ pub fn relayer<T: LftRead + Sync + ?Sized>(
             spent: vec![0; 2 * layers],
             order_after: ORDER_AFTER,
         },
-        seen: Seen {
-            at: vec![0; ch.head.len()],
-            stamp: 0,
-            stack: Vec::new(),
-        },
+        seen: Dfs::new(ch.head.len()),
         log: Vec::new(),
     };
     let mut sl = old.clone();
@@ -1244,11 +1223,7 @@ mod tests {
             order_after,
         };
         let (mut kept, mut plain) = (layers(0), layers(u64::MAX));
-        let seen = || Seen {
-            at: vec![0; ch.head.len()],
-            stamp: 0,
-            stack: Vec::new(),
-        };
+        let seen = || Dfs::new(ch.head.len());
         let (mut s1, mut s2) = (seen(), seen());
         let ch = &ch;
         let turns: Vec<(u32, u32)> = (0..topo.num_switches())
