@@ -145,6 +145,15 @@ pub struct SmConfig {
     pub force_link_speed_ext: u8,
     /// Give every port a fresh LID instead of the remembered one. Default: false.
     pub reassign_lids: bool,
+    /// The CPU the thread that drives the MAD device runs on (0..=1023), with the threads
+    /// it starts afterwards (libumad2sim's receiver). Routing threads stay free. Default:
+    /// unset (the scheduler's choice).
+    #[serde(
+        deserialize_with = "cpu",
+        skip_serializing_if = "Option::is_none",
+        default
+    )]
+    pub io_cpu: Option<u16>,
 }
 
 impl Default for SmConfig {
@@ -175,6 +184,7 @@ impl Default for SmConfig {
             force_link_speed: 15,
             force_link_speed_ext: 0,
             reassign_lids: false,
+            io_cpu: None,
         }
     }
 }
@@ -533,6 +543,20 @@ fn range<'de, D: Deserializer<'de>, const MIN: u8, const MAX: u8>(d: D) -> Resul
     Ok(v as u8)
 }
 
+/// Linux's CPU sets hold CPUs 0..=1023.
+const MAX_CPU: u64 = 1023;
+
+fn cpu<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u16>, D::Error> {
+    let v = u64::deserialize(d)?;
+    if v > MAX_CPU {
+        return Err(D::Error::invalid_value(
+            Unexpected::Unsigned(v),
+            &"a CPU number, 0..=1023",
+        ));
+    }
+    Ok(Some(v as u16))
+}
+
 fn nonzero<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     let v = u32::deserialize(d)?;
     if v == 0 {
@@ -665,6 +689,8 @@ mod tests {
         assert_eq!(c.qos.ca.high_limit, Some(4));
         assert_eq!(c.routing.engines, vec!["auto"]);
         assert_eq!(c.sm.guid2lid_path(), Path::new("/var/cache/ibsm/guid2lid"));
+        assert_eq!(c.sm.io_cpu, None);
+        assert_eq!(parse("[sm]\nio_cpu = 1\n").unwrap().sm.io_cpu, Some(1));
     }
 
     #[test]
@@ -706,6 +732,7 @@ mod tests {
                 24,
                 "at least 1",
             ),
+            ("[sm]\nio_cpu = 1024\n", "sm.io_cpu", 2, 10, "0..=1023"),
             (
                 "[sm]\nbogus = 1\n",
                 "sm.bogus",

@@ -55,6 +55,8 @@ pub struct Settings {
     /// `[health] error_rate`, `link_downed`: counter thresholds (with the perfmgr).
     pub error_rate: f64,
     pub link_downed: u32,
+    /// `[sm] io_cpu`: the CPU the thread that drives the device is kept on.
+    pub io_cpu: Option<u16>,
 }
 
 /// The settings of a configuration read from `path`.
@@ -71,6 +73,7 @@ pub fn settings(cfg: &Config, path: &Path) -> Result<Settings, ParamsError> {
         perfmgr: cfg.perfmgr.clone(),
         error_rate: cfg.health.error_rate,
         link_downed: cfg.health.link_downed,
+        io_cpu: cfg.sm.io_cpu,
     })
 }
 
@@ -318,7 +321,8 @@ mod tests {
                 s.status,
                 s.perfmgr,
                 s.error_rate,
-                s.link_downed
+                s.link_downed,
+                s.io_cpu
             )
         );
         (params, daemon)
@@ -344,6 +348,7 @@ mod tests {
         use Shows::{Both, Daemon, Params};
         let cases: Vec<(&str, String, Shows)> = vec![
             ("sm.port_guid", "port_guid = \"0x2\"".into(), Daemon),
+            ("sm.io_cpu", "io_cpu = 1".into(), Daemon),
             ("sm.state_dir", "state_dir = \"/tmp/x\"".into(), Daemon),
             ("sm.lmc", "lmc = 2".into(), Params),
             ("sm.sm_priority", "sm_priority = 9".into(), Params),

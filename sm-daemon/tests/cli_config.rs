@@ -540,3 +540,78 @@ fn a_dump_that_cannot_be_written_is_logged_while_the_daemon_runs() {
     assert_eq!(child.wait().unwrap().code(), Some(1));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A task's allowed CPUs, as /proc lists them (`0-1`, `0,2-3`).
+fn cpus_allowed(status: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_else(|| panic!("no Cpus_allowed_list in {status}"))
+}
+
+#[test]
+fn io_cpu_keeps_the_driving_thread_on_its_cpu_and_routing_free() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let dir = scratch("io-cpu");
+    let net = fabric(&dir);
+    let ours = cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
+    // The first CPU this test may run on; the daemon's other threads keep the whole set.
+    let first: u16 = ours
+        .split([',', '-'])
+        .next()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{ours}"));
+    let cfg = config(&dir, &format!("[sm]\nio_cpu = {first}\n"));
+    let mut child = ibsm()
+        .args(["run", "--sim"])
+        .arg(&net)
+        .arg("--config")
+        .arg(&cfg)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    wait_for(&mut lines, &["SUBNET UP"]);
+    let pid = child.id();
+    let mut threads = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let t = t.unwrap().path();
+        let status = std::fs::read_to_string(t.join("status")).unwrap();
+        threads.push((
+            t.file_name().unwrap().to_str().unwrap().to_string(),
+            cpus_allowed(&status),
+        ));
+    }
+    let main = &threads
+        .iter()
+        .find(|(tid, _)| *tid == pid.to_string())
+        .unwrap()
+        .1;
+    assert_eq!(*main, first.to_string(), "{threads:?}");
+    assert!(
+        threads.iter().any(|(_, cpus)| *cpus == ours),
+        "the routing threads keep every CPU ({ours}): {threads:?}"
+    );
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(child.wait().unwrap().success());
+
+    // A CPU the process may not use is refused, naming the flag or the key.
+    let err = refused(&net, &config(&dir, ""), &["--io-cpu", "1023"]);
+    assert!(err.contains("--io-cpu = 1023"), "{err}");
+    let cfg = config(&dir, "[sm]\nio_cpu = 1023\n");
+    let err = refused(&net, &cfg, &[]);
+    assert!(
+        err.contains(&format!("{}: sm.io_cpu = 1023", cfg.display())),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -50,3 +50,9 @@ pub mod engine {
     pub use crate::chain::{ChainResult, Fallback, engine, route_chain};
     pub use crate::routes::{Engine, Options, PreviousTables, RouteError, Routes, SwitchAr};
 }
+
+/// The number of threads routing and validation run on; starts them on first use, so a
+/// caller that pins its own thread afterwards leaves them free.
+pub fn rayon_threads() -> usize {
+    rayon::current_num_threads()
+}

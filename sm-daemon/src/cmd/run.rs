@@ -76,6 +76,12 @@ pub(crate) struct Args {
     /// (default 0, or the configuration's sm_priority).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=15))]
     priority: Option<u8>,
+    /// Keep the thread that drives the device on this CPU, with the threads it starts
+    /// (under ibsim, libumad2sim's receiver: the two hand every MAD to each other, and on
+    /// one CPU they do it without waking the other; routing threads stay free). Default:
+    /// the configuration's io_cpu, else the scheduler's choice
+    #[arg(long, value_name = "CPU", value_parser = clap::value_parser!(u16).range(0..=1023))]
+    io_cpu: Option<u16>,
     /// Where the LID store (`guid2lid`) lives; loaded at start, saved when LIDs change.
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
@@ -609,6 +615,9 @@ fn flags_over(args: &Args, cfg: &mut Config) {
     if let Some(p) = args.priority {
         cfg.sm.sm_priority = p;
     }
+    if let Some(c) = args.io_cpu {
+        cfg.sm.io_cpu = Some(c);
+    }
 }
 
 /// The parameters of the configuration file read again, the run's flags over it.
@@ -658,15 +667,21 @@ fn unreachable_traced(driver: &SimDriver) -> u64 {
     all.pairs - all.delivered
 }
 
-/// Pairs the SM's own tables do not deliver, walked on its model of the fabric.
-fn unreachable_in_tables(sm: &Sm) -> Option<u64> {
-    let plan = sm.plan()?;
-    let topo = sm_routing::Topo::new(&plan.fabric).ok()?;
+/// Pairs the SM's own tables do not deliver, walked on its model of the fabric, and their
+/// credit loops: one validation for both, it walks every destination's tree.
+fn checks_in_tables(sm: &Sm) -> (Option<u64>, Option<u64>) {
+    let Some(plan) = sm.plan() else {
+        return (None, None);
+    };
+    let Ok(topo) = sm_routing::Topo::new(&plan.fabric) else {
+        return (None, None);
+    };
     let opts = sm_routing::ValidateOptions {
-        credit_loops: false,
+        max_failures: 0,
         ..sm_routing::ValidateOptions::default()
     };
-    Some(validate_plan(&topo, plan, &opts).unreachable_pairs)
+    let v = validate_plan(&topo, plan, &opts);
+    (Some(v.unreachable_pairs), Some(v.credit_loops))
 }
 
 /// Credit loops in the SM's own tables, per VL with the routes' SLs (the SL-to-VL tables
@@ -1013,6 +1028,14 @@ fn setup(
     let dumps = Dumps::new(args.dump_dir.as_deref(), &s.dump);
     let listen = args.metrics.or(s.metrics.listen);
     let ops = OpsHook::start(args, listen, &s.status, p.sm_priority, s.metrics.per_port)?;
+    if let Some(cpu) = s.io_cpu {
+        let key = if args.io_cpu.is_some() {
+            "--io-cpu".to_string()
+        } else {
+            format!("{}: sm.io_cpu", path.display())
+        };
+        pin_io(cpu).with_context(|| format!("{key} = {cpu}"))?;
+    }
     Ok(Setup {
         params: p,
         port_guid: s.port_guid,
@@ -1028,12 +1051,24 @@ fn setup(
     })
 }
 
+/// Keeps this thread, which drives the device, and the threads it starts from now on on
+/// `cpu`. The routing threads are started first, so they stay free.
+fn pin_io(cpu: u16) -> anyhow::Result<()> {
+    let _ = sm_routing::rayon_threads();
+    umad::pin_thread(usize::from(cpu))
+        .context("this process may not run there (sched_setaffinity)")?;
+    tracing::info!(cpu, "the thread that drives the device kept on one CPU");
+    Ok(())
+}
+
 /// What a run measured for the report beyond the sweep's own figures.
 #[derive(Debug, Clone, Copy, Default)]
 struct Marks {
     up_ms: Option<f64>,
     check_ms: Option<f64>,
     unreachable: Option<u64>,
+    /// Counted with the unreachable pairs when that check walked the tables anyway.
+    credit_loops: Option<u64>,
 }
 
 /// The end of a run, the same for every transport: LIDs saved, dumps written, the report
@@ -1060,7 +1095,7 @@ fn finish(
     report.bad_m_key_traps = sm.bad_m_key_traps();
     report.master_guid = sm.master().map(|m| m.guid.to_string());
     report.unreachable_pairs = marks.unreachable;
-    report.credit_loops = credit_loops_in_tables(sm);
+    report.credit_loops = marks.credit_loops.or_else(|| credit_loops_in_tables(sm));
     report.vls_used = sm.plan().and_then(|p| p.vls_used()).unwrap_or(1);
     let deadlock = report.credit_loops.filter(|&n| n > 0).map(|n| {
         format!(
@@ -1535,8 +1570,10 @@ fn drive_umad(
     tracing::info!("shutting down");
     // Agents unregistered, IsSM released, device closed before the report.
     drop(dev);
+    let (unreachable, credit_loops) = checks_in_tables(&sm);
     let marks = Marks {
-        unreachable: unreachable_in_tables(&sm),
+        unreachable,
+        credit_loops,
         ..Marks::default()
     };
     finish(args, &sm, dumps, last, wall, args.once, marks)

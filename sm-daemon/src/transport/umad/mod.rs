@@ -438,3 +438,8 @@ impl Drop for Umad {
         }
     }
 }
+
+/// Keeps the calling thread, and the threads it starts from now on, on CPU `cpu`.
+pub fn pin_thread(cpu: usize) -> Result<(), UmadError> {
+    sys::pin_thread(cpu).map_err(UmadError::Io)
+}

@@ -266,3 +266,19 @@ impl IsSm {
         Ok(IsSm { _fd: fd })
     }
 }
+
+/// Keeps the calling thread (and the threads it starts from now on) on one CPU.
+pub(crate) fn pin_thread(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET checks the index against the
+    // set's size; sched_setaffinity reads the set for the calling thread (pid 0).
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
