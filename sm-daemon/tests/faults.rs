@@ -152,6 +152,68 @@ fn a_host_that_answers_late_comes_up_with_the_rest() {
     all_active_but(&d, &f, &[]);
 }
 
+/// Every switch's agent keeps LinkSpeedEnabled and the M_Key lease period, as ibsim's do;
+/// the SM asks for a lease of 60 s, which those agents answer and keep at 0.
+fn stubborn_switches(f: &Fabric, loss: f64, seed: u64) -> SimDriver {
+    let scenario: String = f
+        .switches()
+        .map(|n| format!("at 0 stubborn \"{}\"\n", f.node(n).description))
+        .collect();
+    let cfg = SimConfig {
+        seed,
+        faults: sm_sim::Faults {
+            loss,
+            ..sm_sim::Faults::default()
+        },
+        ..SimConfig::default()
+    };
+    let params = Params {
+        m_key_lease_period: 60,
+        ..Params::default()
+    };
+    let mut d = SimDriver::new(f, sm_port(f), params, LidStore::new(), cfg);
+    d.sim
+        .load_scenario(&Scenario::parse("stubborn", &scenario).unwrap())
+        .unwrap();
+    d.start();
+    d
+}
+
+#[test]
+fn a_setting_an_agent_keeps_is_not_sent_to_it_again() {
+    let f = ft3_128();
+    let mut d = stubborn_switches(&f, 0.0, 1);
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    // One settings Set per port with settings; the switches kept the lease.
+    let per_port = r.port_info_sets;
+    let switch_port = f
+        .switches()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).num == 1)
+        .unwrap();
+    assert_eq!(d.sim.port(switch_port).info.m_key_lease_period, 0);
+    // A heavy sweep finds the lease still 0 on every switch port and sends nothing: those
+    // agents answered that very Set already.
+    d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up);
+    assert_eq!(r.port_info_sets, 0, "{r:?}");
+    // Under loss, a second pass over the rounds sends again only what went unanswered.
+    for seed in 1..=3 {
+        let mut d = stubborn_switches(&f, 0.1, seed);
+        let r = first_sweep(&mut d);
+        assert!(r.subnet_up, "seed {seed}: {:?}", r.errors);
+        assert!(r.mads_lost > 0, "seed {seed}: nothing lost, no second pass");
+        assert!(
+            r.port_info_sets <= per_port + r.mads_lost,
+            "seed {seed}: {} settings Sets for {per_port} ports with {} lost",
+            r.port_info_sets,
+            r.mads_lost
+        );
+    }
+}
+
 #[test]
 fn under_loss_no_port_is_asked_to_reregister_twice() {
     let f = ft3_128();

@@ -89,7 +89,8 @@ impl Sim {
             Action::Reboot { node, .. }
             | Action::Remove(node)
             | Action::Silent { node, .. }
-            | Action::Slow { node, .. } => self.check_node(*node),
+            | Action::Slow { node, .. }
+            | Action::Stubborn { node, .. } => self.check_node(*node),
             Action::Recable { from, to } => {
                 self.check_cable_port(*from)?;
                 self.check_cable_port(*to)?;
@@ -154,6 +155,7 @@ impl Sim {
             Action::Remove(n) => self.remove_node(n),
             Action::Silent { node, on } => self.set_silent(node, on),
             Action::Slow { node, delay } => self.set_slow(node, delay),
+            Action::Stubborn { node, on } => self.set_stubborn(node, on),
             Action::Recable { from, to } => {
                 let _ = self.recable(from, to);
             }
@@ -337,6 +339,14 @@ impl Sim {
         }
     }
 
+    /// Node `n`'s agent keeps LinkSpeedEnabled and M_KeyLeasePeriod whatever a PortInfo Set
+    /// says (`on`), or takes them again.
+    pub fn set_stubborn(&mut self, n: NodeIdx, on: bool) {
+        if let Some(node) = self.nodes.get_mut(n.idx()) {
+            node.stubborn = on;
+        }
+    }
+
     /// Node `n`'s agent answers `delay` later than the others (0 = normal).
     pub fn set_slow(&mut self, n: NodeIdx, delay: Nanos) {
         if let Some(node) = self.nodes.get_mut(n.idx()) {
@@ -502,6 +512,10 @@ impl Names {
             Action::Slow { node, delay } => Action::Slow {
                 node: self.node(node)?,
                 delay: *delay,
+            },
+            Action::Stubborn { node, on } => Action::Stubborn {
+                node: self.node(node)?,
+                on: *on,
             },
             Action::Recable { from, to } => Action::Recable {
                 from: self.port(sim, from)?,

@@ -41,6 +41,7 @@
 //! | `remove NODE` | the node is gone for good: its links are removed, it answers nothing |
 //! | `silent NODE [off]` | the node's agent receives SMPs but never answers (`off` ends it) |
 //! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
+//! | `stubborn NODE [off]` | the node's agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod (as ibsim's agents do) |
 //! | `recable PORT PORT` | the cable at the first port is moved to the second: its old peer and the second port's old peer (if any) lose their links, the two ports link and train to INIT |
 //! | `loss P [TARGET]` | probability that a MAD is lost |
 //! | `duplicate P [TARGET]` | probability that a MAD is delivered twice |
@@ -140,6 +141,10 @@ pub enum Action<N = NodeRef, P = PortRef> {
     Slow {
         node: N,
         delay: Nanos,
+    },
+    Stubborn {
+        node: N,
+        on: bool,
     },
     Recable {
         from: P,
@@ -579,6 +584,16 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             node: l.node()?,
             delay: l.time("a delay")?,
         },
+        "stubborn" => {
+            let node = l.node()?;
+            let on = if l.peek_word().as_deref() == Some("off") {
+                l.toks.next();
+                false
+            } else {
+                true
+            };
+            Action::Stubborn { node, on }
+        }
         "recable" => Action::Recable {
             from: l.port()?,
             to: l.port()?,

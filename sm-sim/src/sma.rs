@@ -249,6 +249,7 @@ impl Agent<'_> {
     ) -> Result<Vec<Effect>, MadStatus> {
         let new = port_info::Repr::parse(data).map_err(|_| MadStatus::INVALID_FIELD)?;
         let is_switch = self.nodes[n.idx()].kind == NodeKind::Switch;
+        let stubborn = self.nodes[n.idx()].stubborn;
         let port = &self.ports[p.idx()];
         let cur = port.info;
         let endport = !is_switch || port.num == 0;
@@ -327,7 +328,9 @@ impl Agent<'_> {
             i.client_reregister = false;
             i.subnet_timeout = new.subnet_timeout;
         }
-        i.m_key_lease_period = new.m_key_lease_period;
+        if !stubborn {
+            i.m_key_lease_period = new.m_key_lease_period;
+        }
         i.m_key_protect_bits = new.m_key_protect_bits;
         match width {
             0 => {}
@@ -335,6 +338,7 @@ impl Agent<'_> {
             w => i.link_width_enabled = w,
         }
         match speed {
+            _ if stubborn => {}
             0 => {}
             15 => i.link_speed_enabled = i.link_speed_supported,
             s => i.link_speed_enabled = s,

@@ -43,6 +43,9 @@ pub struct SimNode {
     pub removed: bool,
     /// Receives MADs but never answers (a hung SMA).
     pub silent: bool,
+    /// Its agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod as
+    /// they are, as ibsim's agents keep a LinkSpeedEnabled of 15 and any lease period.
+    pub stubborn: bool,
     /// Extra SMA processing time, in virtual nanoseconds.
     pub extra_delay: u64,
     /// Faults on every SMP this node's agent receives or sends.
@@ -256,6 +259,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             alive: true,
             removed: false,
             silent: false,
+            stubborn: false,
             extra_delay: 0,
             faults: None,
         });

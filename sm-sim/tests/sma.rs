@@ -431,3 +431,42 @@ fn tables_read_as_power_up_until_programmed() {
         .unwrap();
     assert_eq!(t.vl_arbitration_table[0], vl_arb::Entry::new(1, 64));
 }
+
+#[test]
+fn a_stubborn_agent_answers_a_set_and_keeps_speed_and_lease() {
+    let f = fabric();
+    let mut b = Bench::new(&f, Guid(0x10_0001));
+    let sw_a = f
+        .port(f.port_by_guid(Guid(0x10_0001)).unwrap())
+        .remote
+        .unwrap();
+    let sw_a = f.port(sw_a).node;
+    let set = |req: &mut smp::Repr| {
+        let pi = port_info::Repr {
+            lid: Lid(2),
+            m_key_lease_period: 60,
+            link_speed_enabled: 1,
+            ..port_info::Repr::default()
+        };
+        req.set_attribute(&pi).unwrap();
+    };
+    b.sim.set_stubborn(sw_a, true);
+    let r = b
+        .dr(Method::Set, attr::PORT_INFO, 0, &[1], Some(&set))
+        .unwrap();
+    assert_eq!(r.status, MadStatus::OK);
+    let pi: port_info::Repr = r.attribute().unwrap();
+    assert_eq!(
+        (pi.lid, pi.m_key_lease_period, pi.link_speed_enabled),
+        (Lid(2), 0, 7)
+    );
+    b.sim.set_stubborn(sw_a, false);
+    let r = b
+        .dr(Method::Set, attr::PORT_INFO, 0, &[1], Some(&set))
+        .unwrap();
+    let pi: port_info::Repr = r.attribute().unwrap();
+    assert_eq!(
+        (pi.lid, pi.m_key_lease_period, pi.link_speed_enabled),
+        (Lid(2), 60, 1)
+    );
+}

@@ -211,7 +211,7 @@ impl Programming {
                         continue;
                     };
                     self.cursor = Cursor::Ports(i + 1);
-                    if let Some(s) = port_settings(c.model, c.plan, port, c.reregistered) {
+                    if let Some(s) = port_settings(c.model, c.plan, c.held, port, c.reregistered) {
                         report.port_info_sets += 1;
                         report.merged_armed += u64::from(s.armed);
                         report.client_reregisters += u64::from(s.rereg);
@@ -384,6 +384,7 @@ fn settings_work(m: &Discovered, port: PortIdx, armed: bool, rereg: bool, data: 
 pub(super) fn port_settings(
     m: &Discovered,
     plan: &Plan,
+    held: &Shadow,
     port: PortIdx,
     reregistered: &std::collections::HashSet<Guid>,
 ) -> Option<SettingsSet> {
@@ -400,15 +401,48 @@ pub(super) fn port_settings(
     let armed = cur.port_state == PortState::Init
         && p.remote.is_some()
         && !(m.is_switch(p.node) && p.num == 0);
+    let plain = !armed && !rereg && essentials_differ(cur, want).is_none();
     let want = port_info::Repr {
         client_reregister: rereg,
         ..*want
     };
-    Some(SettingsSet {
-        data: settings_data(&want, cur, armed)?,
-        armed,
-        rereg,
-    })
+    let data = settings_data(&want, cur, armed)?;
+    // The same Set to a port that answered it and kept what it reports now would be sent
+    // every pass and every sweep, to no effect.
+    if plain && held.settings_declined(port_key(m, port), declined_digest(&data, cur)) {
+        return None;
+    }
+    Some(SettingsSet { data, armed, rereg })
+}
+
+/// A port as the shadow keys it.
+fn port_key(m: &Discovered, port: PortIdx) -> (Guid, u8) {
+    let p = m.fabric.port(port);
+    (m.fabric.node(p.node).guid, p.num)
+}
+
+/// A settings Set together with the writable values a port reported (see
+/// [`Shadow::settings_declined`]).
+fn declined_digest(data: &[u8; 64], cur: &port_info::Repr) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    data.hash(&mut h);
+    (
+        cur.gid_prefix,
+        cur.m_key_protect_bits,
+        cur.m_key_lease_period,
+        cur.link_speed_enabled,
+        cur.link_speed_ext_enabled,
+        cur.subnet_timeout,
+        cur.neighbor_mtu.to_raw_value(),
+        cur.operational_vls.to_raw_value(),
+        cur.partition_enforcement_inbound,
+        cur.partition_enforcement_outbound,
+        cur.vl_high_limit,
+        cur.hoq_life,
+    )
+        .hash(&mut h);
+    h.finish()
 }
 
 /// The SwitchInfo Set a switch needs: LinearFDBTop, LifeTimeValue, PortStateChange
@@ -629,16 +663,18 @@ pub(super) fn on_answer(
             match plan.settings[port].as_ref() {
                 Some(w) if essentials_differ(&pi, w).is_none() => Answered::Arrived(port),
                 // It never arrived: again, while tries are left (else the next pass).
-                _ if tries < retries => match port_settings(m, plan, port, &Default::default()) {
-                    Some(s) => {
-                        let mut w = settings_work(m, port, s.armed, s.rereg, s.data);
-                        if let Purpose::SetPortInfo { tries: t, .. } = &mut w.purpose {
-                            *t = tries + 1;
+                _ if tries < retries => {
+                    match port_settings(m, plan, held, port, &Default::default()) {
+                        Some(s) => {
+                            let mut w = settings_work(m, port, s.armed, s.rereg, s.data);
+                            if let Purpose::SetPortInfo { tries: t, .. } = &mut w.purpose {
+                                *t = tries + 1;
+                            }
+                            Answered::Again(Box::new(w))
                         }
-                        Answered::Again(Box::new(w))
+                        None => Answered::Done,
                     }
-                    None => Answered::Done,
-                },
+                }
                 _ => Answered::Done,
             }
         }
@@ -650,7 +686,21 @@ pub(super) fn on_answer(
             }
             Answered::Done
         }
-        Purpose::SetPortInfo { port, .. } | Purpose::SetPortState { port, .. } => {
+        Purpose::SetPortInfo { port, .. } => {
+            if let Ok(pi) = s.attribute::<port_info::Repr>() {
+                m.ports[port].info = Some(pi);
+                if let Some(want) = plan.settings[port].as_ref() {
+                    let kept = match (essentials_differ(&pi, want), settings_differ(&pi, want)) {
+                        (None, Some(_)) => settings_data(want, &pi, false),
+                        _ => None,
+                    };
+                    let digest = kept.map(|d| declined_digest(&d, &pi));
+                    held.settings_answered(port_key(m, port), digest);
+                }
+            }
+            Answered::Done
+        }
+        Purpose::SetPortState { port, .. } => {
             if let Ok(pi) = s.attribute::<port_info::Repr>() {
                 m.ports[port].info = Some(pi);
             }

@@ -51,6 +51,10 @@ pub(crate) struct Shadow {
     /// LinearFDBTop we last set per switch: a different value means the switch forgot.
     top: HashMap<Guid, Lid>,
     tables: HashMap<TableKey, [u8; 64]>,
+    /// Per port (node GUID, port number): the settings Set it answered without taking all
+    /// of it (an agent that keeps a field, as ibsim's keep LinkSpeedEnabled 15 and the
+    /// M_Key lease period), with what it reported: that Set is not sent to it again.
+    declined: HashMap<(Guid, u8), u64>,
 }
 
 impl Shadow {
@@ -86,6 +90,25 @@ impl Shadow {
         self.tables.insert(key, data);
     }
 
+    /// Whether the port answered this very Set before, reporting what it reports now,
+    /// without taking all of it (`digest` covers both).
+    pub(crate) fn settings_declined(&self, port: (Guid, u8), digest: u64) -> bool {
+        self.declined.get(&port) == Some(&digest)
+    }
+
+    /// The port answered a settings Set: it took every setting (`digest` `None`), or kept
+    /// some (the Set and what it reported after, as [`Shadow::settings_declined`] takes).
+    pub(crate) fn settings_answered(&mut self, port: (Guid, u8), digest: Option<u64>) {
+        match digest {
+            Some(d) => {
+                self.declined.insert(port, d);
+            }
+            None => {
+                self.declined.remove(&port);
+            }
+        }
+    }
+
     /// A switch lost its tables (it rebooted, or its LinearFDBTop is not ours).
     pub(crate) fn forget_switch(&mut self, guid: Guid) {
         self.lft.remove(&guid);
@@ -102,6 +125,7 @@ impl Shadow {
         self.lft.clear();
         self.top.clear();
         self.tables.clear();
+        self.declined.clear();
     }
 
     /// Whether anything is believed held.
