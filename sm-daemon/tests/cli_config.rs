@@ -300,6 +300,35 @@ fn reassign_lids_ignores_the_remembered_lids() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `ibsm run --sim NET --config CFG [--scenario SCN]` left running, and its log lines.
+fn daemon(
+    net: &Path,
+    cfg: &Path,
+    scenario: Option<&Path>,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+) {
+    use std::io::BufRead;
+    let mut cmd = ibsm();
+    cmd.args(["run", "--sim"]).arg(net).arg("--config").arg(cfg);
+    if let Some(scn) = scenario {
+        cmd.arg("--scenario").arg(scn);
+    }
+    let mut child = cmd.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    (child, lines)
+}
+
+/// Sends SIGTERM to the daemon.
+fn terminate(pid: u32) {
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
 /// Reads log lines until one contains every one of `words`; panics if the daemon's
 /// standard error ends first.
 fn wait_for(lines: &mut impl Iterator<Item = std::io::Result<String>>, words: &[&str]) -> String {
@@ -321,9 +350,6 @@ fn wait_for(lines: &mut impl Iterator<Item = std::io::Result<String>>, words: &[
 
 #[test]
 fn dumps_follow_every_heavy_sweep_while_the_daemon_runs() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let dir = scratch("dumps");
     let net = fabric(&dir);
     let dumps = dir.join("dumps");
@@ -337,17 +363,7 @@ fn dumps_follow_every_heavy_sweep_while_the_daemon_runs() {
     // Host 7's link goes down half a second into the run: a trap, then a heavy sweep.
     let scn = dir.join("down.scn");
     std::fs::write(&scn, "at 500ms link-down \"host 7 leaf 3\"[1]\n").unwrap();
-    let mut child = ibsm()
-        .args(["run", "--sim"])
-        .arg(&net)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--scenario")
-        .arg(&scn)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut lines) = daemon(&net, &cfg, Some(&scn));
     // The bring-up's dumps, while the daemon runs (not at exit, not on SIGUSR1 only).
     wait_for(
         &mut lines,
@@ -365,14 +381,7 @@ fn dumps_follow_every_heavy_sweep_while_the_daemon_runs() {
     assert!(!topo.contains("host 7 leaf 3"), "{topo}");
     assert!(topo.contains("host 6 leaf 3"), "{topo}");
 
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    terminate(child.id());
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -493,9 +502,6 @@ fn bad_log_settings_are_refused_naming_the_key() {
 
 #[test]
 fn a_dump_that_cannot_be_written_is_logged_while_the_daemon_runs() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let dir = scratch("dump-fails");
     let net = fabric(&dir);
     let dumps = dir.join("dumps");
@@ -505,17 +511,7 @@ fn a_dump_that_cannot_be_written_is_logged_while_the_daemon_runs() {
     );
     let scn = dir.join("down.scn");
     std::fs::write(&scn, "at 500ms link-down \"host 7 leaf 3\"[1]\n").unwrap();
-    let mut child = ibsm()
-        .args(["run", "--sim"])
-        .arg(&net)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--scenario")
-        .arg(&scn)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut lines) = daemon(&net, &cfg, Some(&scn));
     wait_for(&mut lines, &["dumps written", "opensm-lfts.dump"]);
     // The directory becomes a file: the next sweep's dumps cannot be written.
     std::fs::remove_dir_all(&dumps).unwrap();
@@ -526,14 +522,7 @@ fn a_dump_that_cannot_be_written_is_logged_while_the_daemon_runs() {
         child.try_wait().unwrap().is_none(),
         "a dump failure ended the SM"
     );
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    terminate(child.id());
     // At the end, the run says its last dumps were not written.
     let last = wait_for(&mut lines, &["ibsm: ", &creating]);
     assert!(last.starts_with("ibsm: "), "{last}");
@@ -552,9 +541,6 @@ fn cpus_allowed(status: &str) -> String {
 
 #[test]
 fn io_cpu_keeps_the_driving_thread_on_its_cpu_and_routing_free() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
-
     let dir = scratch("io-cpu");
     let net = fabric(&dir);
     let ours = cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap());
@@ -565,15 +551,7 @@ fn io_cpu_keeps_the_driving_thread_on_its_cpu_and_routing_free() {
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("{ours}"));
     let cfg = config(&dir, &format!("[sm]\nio_cpu = {first}\n"));
-    let mut child = ibsm()
-        .args(["run", "--sim"])
-        .arg(&net)
-        .arg("--config")
-        .arg(&cfg)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut child, mut lines) = daemon(&net, &cfg, None);
     wait_for(&mut lines, &["SUBNET UP"]);
     let pid = child.id();
     let mut threads = Vec::new();
@@ -595,13 +573,7 @@ fn io_cpu_keeps_the_driving_thread_on_its_cpu_and_routing_free() {
         threads.iter().any(|(_, cpus)| *cpus == ours),
         "the routing threads keep every CPU ({ours}): {threads:?}"
     );
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    terminate(child.id());
     assert!(child.wait().unwrap().success());
 
     // A CPU the process may not use is refused, naming the flag or the key.

@@ -39,6 +39,10 @@ fn sm_port(f: &Fabric) -> PortIdx {
 }
 
 fn driver(f: &Fabric, loss: f64, seed: u64, scenario: &str) -> SimDriver {
+    driver_with(f, Params::default(), loss, seed, scenario)
+}
+
+fn driver_with(f: &Fabric, params: Params, loss: f64, seed: u64, scenario: &str) -> SimDriver {
     let cfg = SimConfig {
         seed,
         faults: sm_sim::Faults {
@@ -47,7 +51,7 @@ fn driver(f: &Fabric, loss: f64, seed: u64, scenario: &str) -> SimDriver {
         },
         ..SimConfig::default()
     };
-    let mut d = SimDriver::new(f, sm_port(f), Params::default(), LidStore::new(), cfg);
+    let mut d = SimDriver::new(f, sm_port(f), params, LidStore::new(), cfg);
     if !scenario.is_empty() {
         d.sim
             .load_scenario(&Scenario::parse("test", scenario).unwrap())
@@ -159,24 +163,11 @@ fn stubborn_switches(f: &Fabric, loss: f64, seed: u64) -> SimDriver {
         .switches()
         .map(|n| format!("at 0 stubborn \"{}\"\n", f.node(n).description))
         .collect();
-    let cfg = SimConfig {
-        seed,
-        faults: sm_sim::Faults {
-            loss,
-            ..sm_sim::Faults::default()
-        },
-        ..SimConfig::default()
-    };
     let params = Params {
         m_key_lease_period: 60,
         ..Params::default()
     };
-    let mut d = SimDriver::new(f, sm_port(f), params, LidStore::new(), cfg);
-    d.sim
-        .load_scenario(&Scenario::parse("stubborn", &scenario).unwrap())
-        .unwrap();
-    d.start();
-    d
+    driver_with(f, params, loss, seed, &scenario)
 }
 
 #[test]

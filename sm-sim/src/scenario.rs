@@ -489,6 +489,16 @@ impl Line {
         Ok(PortRef { node, port })
     }
 
+    /// A node, then `off` to end what the verb starts (else it starts).
+    fn node_on(&mut self) -> Result<(NodeRef, bool), Kind> {
+        let node = self.node()?;
+        let off = self.peek_word().as_deref() == Some("off");
+        if off {
+            self.toks.next();
+        }
+        Ok((node, !off))
+    }
+
     fn peek_word(&self) -> Option<String> {
         self.toks
             .as_slice()
@@ -571,13 +581,7 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
         }
         "remove" => Action::Remove(l.node()?),
         "silent" => {
-            let node = l.node()?;
-            let on = if l.peek_word().as_deref() == Some("off") {
-                l.toks.next();
-                false
-            } else {
-                true
-            };
+            let (node, on) = l.node_on()?;
             Action::Silent { node, on }
         }
         "slow" => Action::Slow {
@@ -585,13 +589,7 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             delay: l.time("a delay")?,
         },
         "stubborn" => {
-            let node = l.node()?;
-            let on = if l.peek_word().as_deref() == Some("off") {
-                l.toks.next();
-                false
-            } else {
-                true
-            };
+            let (node, on) = l.node_on()?;
             Action::Stubborn { node, on }
         }
         "recable" => Action::Recable {
