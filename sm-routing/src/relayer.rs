@@ -277,19 +277,35 @@ impl Layers<'_> {
         }
     }
 
-    /// The channels `c` turns into in `graph`.
+    /// The channels `c` turns into in `graph`. A channel's turns are `width` bits in a
+    /// row, read a word at a time: a search visits each channel once, and checking every
+    /// port's bit alone made the visit cost as much as the radix.
     fn succ<'t>(
         &'t self,
         ch: &'t Channels,
-        topo: &'t Topo<'_>,
+        _topo: &'t Topo<'_>,
         graph: usize,
         c: u32,
     ) -> impl Iterator<Item = u32> + 't {
-        let y = ch.head(c);
-        topo.adj(y)
-            .iter()
-            .filter(move |a| self.has(graph, ch.turn(c, a.port)))
-            .map(move |a| ch.chan(y, a.port))
+        let first = ch.turn(c, 0);
+        let end = first + ch.width;
+        let out = ch.head(c).idx() * ch.width;
+        let (own, kept) = (&self.bits[graph], self.base.on.get(graph % self.layers));
+        (first / 64..end.div_ceil(64)).flat_map(move |w| {
+            let mut word = own.get(w).copied().unwrap_or(0)
+                | kept.and_then(|k| k.get(w)).copied().unwrap_or(0);
+            let lo = (w * 64).max(first);
+            let hi = (w * 64 + 64).min(end);
+            word &= (!0u64 >> (64 - (hi - lo))) << (lo - w * 64);
+            std::iter::from_fn(move || {
+                (word != 0).then(|| {
+                    let b = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    (out + w * 64 + b - first) as u32
+                })
+            })
+            .filter(move |&q| ch.head[q as usize] != NONE)
+        })
     }
 
     /// The channels that turn into `c` in `graph`.
