@@ -416,6 +416,156 @@ fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
     );
 }
 
+/// In the SM's pod every core of a group reaches the SM only through that pod's spine of
+/// the group, and the SM's leaf hears from every spine of the pod only across their
+/// links to it: when such a link goes, its far end's trap dies with it and the spine (or
+/// leaf) traps alone, with all those ports likely. Rather than read each, the repair
+/// sends a few directed-route probes, each out one likely link and back in another, and
+/// reads only the ports of the probe that does not come back (the SM's leaf's host ports
+/// only after its spines' probes). Every link of a spine of the SM's pod and of the SM's
+/// leaf goes down and comes back: the repair costs fewer SMPs than there are likely
+/// ports, nothing is lost or retried, and the tables end as they began.
+#[test]
+fn a_lone_switchs_likely_links_are_probed_not_each_read() {
+    let spec: GenSpec =
+        serde_json::from_str(r#"{"family":"fat-tree3","radix":24,"pods":2}"#).unwrap();
+    let f = generate(&spec).unwrap();
+    let (mut d, _) = up_with(
+        &f,
+        Params {
+            routing: "minhop".into(),
+            sweep_interval: std::time::Duration::ZERO,
+            ..Params::default()
+        },
+    );
+    let original = tables(&d, &f);
+    let sm_port = f
+        .cas()
+        .flat_map(|n| f.node_ports(n))
+        .find(|&p| f.port(p).remote.is_some())
+        .unwrap();
+    let sm_leaf = f.port(f.port(sm_port).remote.unwrap()).node;
+    let spine = f.port(link(&f, "spine 0 pod 0", "core")).node;
+    let switch = |p: PortIdx| f.node(f.port(p).node).kind == NodeKind::Switch;
+    let mut links: Vec<(PortIdx, PortIdx)> = f
+        .links()
+        .filter(|&(a, b)| switch(a) && switch(b))
+        .filter(|&(a, b)| {
+            [a, b]
+                .iter()
+                .any(|&p| [spine, sm_leaf].contains(&f.port(p).node))
+        })
+        .collect();
+    links.sort();
+    links.dedup();
+    assert_eq!(
+        links.len(),
+        12 + 12 + 11,
+        "a spine's 24 links and the SM's leaf's 12"
+    );
+    let mut probed = 0;
+    for (a, b) in links {
+        let name =
+            |p: PortIdx| format!("{}[{}]", f.node(f.port(p).node).description, f.port(p).num);
+        for (fault, step) in [(Fault::LinkDown(a), "down"), (Fault::LinkUp(a), "up")] {
+            let what = format!("{} - {} {step}", name(a), name(b));
+            d.sim.apply_fault(fault).unwrap();
+            let sweeps = run_watching(&mut d, 100 * MS, |_| {});
+            repairs_only(&sweeps, &what);
+            for r in &sweeps {
+                let over = r.mads_sent - r.lft_blocks_sent;
+                assert_eq!(
+                    (r.mads_retried, r.mads_lost),
+                    (0, 0),
+                    "{what}: {}",
+                    r.trigger
+                );
+                assert!(
+                    over <= 20,
+                    "{what}: {over} SMPs over the blocks ({})",
+                    r.trigger
+                );
+                if step == "down" && !r.trigger.contains(", ") && r.lft_blocks_sent > 0 {
+                    // Read one by one, the likely ports of a lone spine (its 12 cores)
+                    // cost 13 SMPs or more, those of the SM's leaf (12 spines, then or
+                    // with them its 12 hosts) 13 or 25.
+                    assert!(over < 12, "{what}: {over} SMPs ({})", r.trigger);
+                    probed += 1;
+                }
+            }
+        }
+    }
+    assert!(probed >= 12, "only {probed} lone traps");
+    all_pairs_delivered(&d, "after every link");
+    assert!(
+        tables(&d, &f) == original,
+        "the tables are not the original ones"
+    );
+
+    // A host of the SM's leaf leaves: the probes of the spines' links all come back, and
+    // the hosts' ports are read next.
+    let host = f
+        .node_ports(sm_leaf)
+        .filter_map(|p| f.port(p).remote)
+        .find(|&r| f.node(f.port(r).node).kind != NodeKind::Switch && r != sm_port)
+        .unwrap();
+    let guid = f.node(f.port(host).node).guid;
+    d.sim.apply_fault(Fault::LinkDown(host)).unwrap();
+    let sweeps = run_watching(&mut d, 100 * MS, |_| {});
+    repairs_only(&sweeps, "a host of the SM's leaf down");
+    let r = sweeps.last().unwrap();
+    assert!(
+        r.mads_sent <= r.lft_blocks_sent + 20,
+        "{} SMPs",
+        r.mads_sent
+    );
+    let m = d.sm.model().unwrap();
+    assert!(
+        !m.present(m.fabric.node_by_guid(guid).unwrap()),
+        "the host is not absent"
+    );
+    d.sim.apply_fault(Fault::LinkUp(host)).unwrap();
+    let sweeps = run_watching(&mut d, 100 * MS, |_| {});
+    repairs_only(&sweeps, "a host of the SM's leaf back");
+    let m = d.sm.model().unwrap();
+    assert!(
+        m.present(m.fabric.node_by_guid(guid).unwrap()),
+        "the host is not back"
+    );
+
+    // A link that bounces (down, and up again before the repair looks) passes the probes:
+    // the first repair reads its ports, finds them trained again and brings them back to
+    // ACTIVE (its far end's trap, repeated later, would have found it too, later).
+    let a = link(&f, "spine 1 pod 0", "core");
+    d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
+    d.sim
+        .schedule_fault(d.now() + MS / 2, Fault::LinkUp(a))
+        .unwrap();
+    let first = d.run_until(100 * MS, |e| matches!(e, Event::SweepDone(_)));
+    let Some(Event::SweepDone(r)) = first else {
+        panic!("a bounce: no repair");
+    };
+    assert!(
+        !r.heavy && r.subnet_up,
+        "a bounce: {} {:?}",
+        r.trigger,
+        r.errors
+    );
+    for q in [a, f.port(a).remote.unwrap()] {
+        assert_eq!(
+            d.sim.port(q).info.port_state,
+            sm_mad::port_info::PortState::Active,
+            "a bounce: {} is not ACTIVE after the first repair ({})",
+            f.node(f.port(q).node).description,
+            r.trigger
+        );
+    }
+    let sweeps = run_watching(&mut d, 200 * MS, |_| {});
+    repairs_only(&sweeps, "after a bounce");
+    all_pairs_delivered(&d, "after a bounce");
+    assert!(tables(&d, &f) == original, "a bounce: the tables moved");
+}
+
 /// Every spine and core switch outside the SM's pod reboots in turn (dark for 50 ms, back
 /// with empty tables). Some of its neighbours send their traps to the SM through it, so
 /// theirs die with it; the repair finds their side anyway, and every repair ends with the

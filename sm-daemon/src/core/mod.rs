@@ -291,6 +291,11 @@ pub(crate) enum Purpose {
     RepairSwitchInfo {
         node: NodeIdx,
     },
+    /// A directed-route Get across several of a lone switch's likely links and back to it
+    /// (the repair's probe number `probe`): its answer shows them all up.
+    RepairProbe {
+        probe: usize,
+    },
     /// An unhealthy link's port switched off, or back on (`on`).
     SetPhys {
         guid: Guid,
@@ -1660,17 +1665,22 @@ impl Sm {
     // Answers.
 
     fn on_lost(&mut self, now: Instant, w: Work) {
-        if let Some(h) = self.key_holder(&w) {
+        // A probe's silence is most likely a link down on its way, not a key.
+        if let (false, Some(h)) = (
+            matches!(w.purpose, Purpose::RepairProbe { .. }),
+            self.key_holder(&w),
+        ) {
             self.mkeys.lost(h);
         }
-        if let Phase::Repair(r) = &mut self.phase {
+        if let (Phase::Repair(r), Some(m)) = (&mut self.phase, &self.model) {
             if matches!(
                 w.purpose,
                 Purpose::RepairPortInfo { .. }
                     | Purpose::RepairNodeInfo { .. }
                     | Purpose::RepairSwitchInfo { .. }
+                    | Purpose::RepairProbe { .. }
             ) {
-                return r.on_lost(&w);
+                return r.on_lost(m, &w);
             }
         }
         if let Phase::Discover(d) = &mut self.phase {
@@ -1793,9 +1803,16 @@ impl Sm {
             }
             Purpose::RepairPortInfo { .. }
             | Purpose::RepairNodeInfo { .. }
-            | Purpose::RepairSwitchInfo { .. } => {
+            | Purpose::RepairSwitchInfo { .. }
+            | Purpose::RepairProbe { .. } => {
                 if let (Phase::Repair(r), Some(m)) = (&mut self.phase, &self.model) {
                     r.on_answer(m, purpose, s);
+                    let gone = std::mem::take(&mut r.abandoned);
+                    if !gone.is_empty() {
+                        self.reqs.abandon(|w| {
+                            matches!(w.purpose, Purpose::RepairProbe { probe } if gone.contains(&probe))
+                        });
+                    }
                 }
             }
             _ => {
@@ -2504,6 +2521,12 @@ pub(crate) mod dest {
     /// A LID.
     pub(crate) fn lid(l: Lid) -> DestKey {
         1 << 63 | u64::from(l.0)
+    }
+
+    /// A repair's probe from switch `g`: a route of its own, whose silence says nothing
+    /// of the switch's agent.
+    pub(crate) fn probe(g: Guid, n: usize) -> DestKey {
+        (g.0.rotate_left(24) ^ n as u64) & !(3 << 62) | 1 << 61
     }
 }
 

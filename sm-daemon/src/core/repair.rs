@@ -61,6 +61,50 @@ enum Step {
     Reread,
 }
 
+/// Ports of a lone switch read together; `probes` cross some of its links and back
+/// instead (each: the route, the ports it covers).
+#[derive(Debug, Default)]
+struct Stage {
+    read: Vec<PortIdx>,
+    probes: Vec<(DrPath, Vec<PortIdx>)>,
+}
+
+impl Stage {
+    fn read(read: Vec<PortIdx>) -> Stage {
+        Stage {
+            read,
+            probes: Vec::new(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.read.is_empty() && self.probes.is_empty()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProbeState {
+    Out,
+    /// Answered: every link it covers is up.
+    Passed,
+    /// Unanswered: its ports are read.
+    Failed,
+}
+
+/// A directed-route Get that leaves a lone switch by one of its likely ports and comes
+/// back by another, several times over: one answer for several PortInfo reads.
+#[derive(Debug)]
+struct Probe {
+    switch: NodeIdx,
+    covers: Vec<PortIdx>,
+    state: ProbeState,
+}
+
+/// A lone switch's likely links are probed when there are at least this many.
+const PROBE_FROM: usize = 6;
+/// How far apart two far ends may be (links, around the switch) to share a probe's way.
+const PROBE_DETOUR: usize = 3;
+
 /// What the look concluded.
 #[derive(Debug)]
 pub(super) enum Found {
@@ -98,7 +142,11 @@ pub(super) struct Repair {
     back: HashMap<NodeIdx, DrPath>,
     /// Ports of switches that trapped alone, left unread until the ports read before
     /// them show nothing: stages, first to read first.
-    rest: Vec<(NodeIdx, VecDeque<Vec<PortIdx>>)>,
+    rest: Vec<(NodeIdx, VecDeque<Stage>)>,
+    probes: Vec<Probe>,
+    /// Probes given up before their time (every other one of the switch answered): the
+    /// core forgets them.
+    pub(super) abandoned: Vec<usize>,
     failed: Option<String>,
     /// Whether the neighbours silenced by a switch gone dark were looked for.
     orphans_read: bool,
@@ -154,6 +202,8 @@ impl Repair {
             paths: HashMap::new(),
             back: HashMap::new(),
             rest: Vec::new(),
+            probes: Vec::new(),
+            abandoned: Vec::new(),
             failed: None,
             orphans_read: false,
             unanswered: Vec::new(),
@@ -163,9 +213,18 @@ impl Repair {
                 r.back.insert(s, path);
             }
         }
-        for port in r.candidates(m, plan) {
+        let (now, lone) = r.candidates(m, plan);
+        for port in now {
             let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
             r.read_port(m, port, r.target(m, port), key);
+        }
+        for (s, mut stages) in lone {
+            if let Some(first) = stages.pop_front() {
+                r.begin(m, s, first);
+            }
+            if !stages.is_empty() {
+                r.rest.push((s, stages));
+            }
         }
         Ok(r)
     }
@@ -193,8 +252,15 @@ impl Repair {
     /// copy could not reach us); then the ports whose far end could not have told us: a
     /// port down in the model (it may have come up), one to a CA or to a node cut off,
     /// one whose far switch sends the SM's LID across it (its trap died with the link);
-    /// then the rest. Later stages wait in `rest`.
-    fn candidates(&mut self, m: &Discovered, plan: &Plan) -> Vec<PortIdx> {
+    /// then the rest. Likely links between switches, when many, are probed rather than
+    /// read; then come the likely ports to CAs, then the probed ports (only if the probes
+    /// and reads before show nothing). Returns the ports to read now and the lone
+    /// switches' stages.
+    fn candidates(
+        &self,
+        m: &Discovered,
+        plan: &Plan,
+    ) -> (Vec<PortIdx>, Vec<(NodeIdx, VecDeque<Stage>)>) {
         let f = &m.fabric;
         let sm_lid = usize::from(m.own_lid().0);
         let likely = |p: PortIdx| {
@@ -210,6 +276,7 @@ impl Repair {
                     .is_none_or(|e| e == f.port(r).num)
         };
         let mut out = Vec::new();
+        let mut lone = Vec::new();
         for &s in &self.trapped {
             let paired: Vec<PortIdx> = f
                 .node_ports(s)
@@ -229,21 +296,181 @@ impl Repair {
                     .partition(|&p| f.port(p).remote.is_none() && m.former_peer(p).is_some());
                 let (first, rest): (Vec<PortIdx>, Vec<PortIdx>) =
                     others.into_iter().partition(|&p| likely(p));
-                let mut stages: VecDeque<Vec<PortIdx>> = [lost, first, rest]
-                    .into_iter()
-                    .filter(|v| !v.is_empty())
-                    .collect();
-                out.extend(stages.pop_front().unwrap_or_default());
-                if !stages.is_empty() {
-                    self.rest.push((s, stages));
-                }
+                let (probes, first) = self.plan_probes(m, s, first);
+                let covered = probes.iter().flat_map(|(_, c)| c.iter().copied()).collect();
+                // With links worth probing, hosts' ports wait for the probes (on the SM's
+                // leaf, its spines' links are probed first).
+                let (hosts, first): (Vec<PortIdx>, Vec<PortIdx>) =
+                    first.into_iter().partition(|&p| {
+                        !probes.is_empty()
+                            && f.port(p)
+                                .remote
+                                .is_some_and(|r| !m.is_switch(f.port(r).node))
+                    });
+                let first = Stage {
+                    read: first,
+                    probes,
+                };
+                let stages: VecDeque<Stage> = [
+                    Stage::read(lost),
+                    first,
+                    Stage::read(hosts),
+                    Stage::read(covered),
+                    Stage::read(rest),
+                ]
+                .into_iter()
+                .filter(|st| !st.is_empty())
+                .collect();
+                lone.push((s, stages));
             } else {
                 out.extend(paired);
             }
         }
         out.sort();
         out.dedup();
-        out
+        (out, lone)
+    }
+
+    /// Probes for the likely ports of lone switch `s`: each leaves by one port of a
+    /// pair, finds its way (at most [`PROBE_DETOUR`] links, around `s`) to the other's far
+    /// end and comes back in; a probe chains about the square root of the ports' count
+    /// (so its ports, read if it fails, cost about what the probes did). Ports to a CA,
+    /// down, not ACTIVE or unpaired are returned to be read.
+    fn plan_probes(
+        &self,
+        m: &Discovered,
+        s: NodeIdx,
+        likely: Vec<PortIdx>,
+    ) -> (Vec<(DrPath, Vec<PortIdx>)>, Vec<PortIdx>) {
+        use sm_mad::port_info::PortState;
+        let f = &m.fabric;
+        let far = |p: PortIdx| {
+            let r = f.port(p).remote?;
+            let t = f.port(r).node;
+            let active = m.port_info(p).map(|pi| pi.port_state) == Some(PortState::Active);
+            (active && t != s && m.is_switch(t) && m.present(t)).then_some((r, t))
+        };
+        let (links, mut read): (Vec<PortIdx>, Vec<PortIdx>) =
+            likely.into_iter().partition(|&p| far(p).is_some());
+        let base = f.port_of(s, 0).and_then(|p0| self.route_to(m, p0));
+        let (Some(base), true) = (base, links.len() >= PROBE_FROM) else {
+            read.extend(links);
+            return (Vec::new(), read);
+        };
+        // Pairs, each with its hops from `s` back to `s`.
+        let mut left: VecDeque<PortIdx> = links.into();
+        let mut pairs: Vec<(Vec<u8>, [PortIdx; 2])> = Vec::new();
+        while let Some(a) = left.pop_front() {
+            let Some((_, ta)) = far(a) else { continue };
+            let found = left.iter().take(8).enumerate().find_map(|(i, &b)| {
+                let (rb, tb) = far(b)?;
+                let way = detour(m, ta, tb, s)?;
+                let mut hops = vec![f.port(a).num];
+                hops.extend(way);
+                hops.push(f.port(rb).num);
+                Some((i, hops, b))
+            });
+            match found {
+                Some((i, hops, b)) => {
+                    left.remove(i);
+                    pairs.push((hops, [a, b]));
+                }
+                None => read.push(a),
+            }
+        }
+        let ports = pairs.len() * 2;
+        let per_probe = ports.isqrt().max(2).div_ceil(2);
+        let mut probes = Vec::new();
+        for chunk in pairs.chunks(per_probe) {
+            let mut path = base;
+            let mut covers = Vec::new();
+            for (hops, pair) in chunk {
+                if path.len() + hops.len() > DrPath::CAPACITY {
+                    read.extend(pair);
+                    continue;
+                }
+                for &h in hops {
+                    let _ = path.push(h);
+                }
+                covers.extend(pair);
+            }
+            if !covers.is_empty() {
+                probes.push((path, covers));
+            }
+        }
+        (probes, read)
+    }
+
+    /// Starts a stage of lone switch `s`: its reads and its probes.
+    fn begin(&mut self, m: &Discovered, s: NodeIdx, stage: Stage) {
+        let guid = m.fabric.node(s).guid;
+        for p in stage.read {
+            if !self.reads.contains_key(&p) {
+                self.read_port(m, p, self.target(m, p), dest::node(guid));
+            }
+        }
+        for (path, covers) in stage.probes {
+            let probe = self.probes.len();
+            self.probes.push(Probe {
+                switch: s,
+                covers,
+                state: ProbeState::Out,
+            });
+            self.queue.push_back(Work {
+                dest: Some(dest::probe(guid, probe)),
+                // A probe that fails is answered by reading its ports, not by trying again.
+                retries: Some(0),
+                key: super::mkeys::KeyHolder::Guid(guid),
+                ..Work::get(
+                    Purpose::RepairProbe { probe },
+                    attr::NODE_INFO,
+                    0,
+                    Target::Path(path),
+                )
+            });
+        }
+    }
+
+    /// A probe came back (`passed`) or did not. One that did not has its ports read; when
+    /// every other probe of its switch came back, the last one out is taken for failed at
+    /// once (a link is down somewhere: it is on that probe's way).
+    fn probe_done(&mut self, m: &Discovered, probe: usize, passed: bool) {
+        let Some(pr) = self.probes.get_mut(probe) else {
+            return;
+        };
+        if pr.state != ProbeState::Out {
+            return;
+        }
+        let s = pr.switch;
+        if !passed {
+            return self.probe_failed(m, probe);
+        }
+        pr.state = ProbeState::Passed;
+        let mut not_passed = self
+            .probes
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.switch == s && p.state != ProbeState::Passed);
+        if let (Some((last, p)), None) = (not_passed.next(), not_passed.next()) {
+            if p.state == ProbeState::Out {
+                self.abandoned.push(last);
+                self.probe_failed(m, last);
+            }
+        }
+    }
+
+    fn probe_failed(&mut self, m: &Discovered, probe: usize) {
+        let Some(pr) = self.probes.get_mut(probe) else {
+            return;
+        };
+        pr.state = ProbeState::Failed;
+        let (s, covers) = (pr.switch, pr.covers.clone());
+        let key = dest::node(m.fabric.node(s).guid);
+        for p in covers {
+            if !self.reads.contains_key(&p) {
+                self.read_port(m, p, self.target(m, p), key);
+            }
+        }
     }
 
     fn read_port(&mut self, m: &Discovered, port: PortIdx, to: Target, key: u64) {
@@ -264,11 +491,12 @@ impl Repair {
 
     /// A Get went unanswered. A port's state, or who is across it, is asked again by
     /// the next repair; anything else leaves the look untrustworthy.
-    pub(super) fn on_lost(&mut self, w: &Work) {
+    pub(super) fn on_lost(&mut self, m: &Discovered, w: &Work) {
         match w.purpose {
             Purpose::RepairPortInfo { port } | Purpose::RepairNodeInfo { port } => {
                 self.unanswered.push(port);
             }
+            Purpose::RepairProbe { probe } => self.probe_done(m, probe, false),
             _ => {
                 self.failed
                     .get_or_insert_with(|| format!("the repair's {:?} went unanswered", w.purpose));
@@ -278,6 +506,14 @@ impl Repair {
 
     /// An answer to one of the look's Gets.
     pub(super) fn on_answer(&mut self, m: &Discovered, purpose: Purpose, s: &smp::Repr) {
+        if let Purpose::RepairProbe { probe } = purpose {
+            // It came back to the switch it left, or the model is wrong on its way.
+            let home = self.probes.get(probe).map(|p| m.fabric.node(p.switch).guid);
+            let passed = s.status == MadStatus::OK
+                && s.attribute::<node_info::Repr>()
+                    .is_ok_and(|ni| Some(ni.node_guid) == home);
+            return self.probe_done(m, probe, passed);
+        }
         if s.status != MadStatus::OK {
             self.failed
                 .get_or_insert_with(|| format!("{purpose:?}: status {:#06x}", s.status.0));
@@ -355,10 +591,7 @@ impl Repair {
                 if changed || known {
                     stages.clear();
                 } else if let Some(next) = stages.pop_front() {
-                    let key = dest::node(f.node(s).guid);
-                    for p in next {
-                        self.read_port(m, p, self.target(m, p), key);
-                    }
+                    self.begin(m, s, next);
                 }
             }
             lone.retain(|(_, stages)| !stages.is_empty());
@@ -589,4 +822,49 @@ fn bounced(m: &Discovered, p: PortIdx, now: &port_info::Repr) -> bool {
     use sm_mad::port_info::PortState;
     let was = m.port_info(p).map(|pi| pi.port_state);
     was == Some(PortState::Active) && now.port_state == PortState::Init
+}
+
+/// The exits from switch `from` to switch `to` through present switches other than
+/// `avoid`, at most [`PROBE_DETOUR`] links (none when they are the same switch).
+fn detour(m: &Discovered, from: NodeIdx, to: NodeIdx, avoid: NodeIdx) -> Option<Vec<u8>> {
+    let f = &m.fabric;
+    let mut via: HashMap<NodeIdx, (NodeIdx, u8)> = HashMap::new();
+    let mut frontier = vec![from];
+    let mut found = from == to;
+    for _ in 0..PROBE_DETOUR {
+        if found {
+            break;
+        }
+        let mut next = Vec::new();
+        'grow: for &n in &frontier {
+            for p in f.node_ports(n) {
+                let Some(r) = f.port(p).remote else { continue };
+                let t = f.port(r).node;
+                if t == avoid || t == from || !m.is_switch(t) || !m.present(t) {
+                    continue;
+                }
+                if let std::collections::hash_map::Entry::Vacant(e) = via.entry(t) {
+                    e.insert((n, f.port(p).num));
+                    if t == to {
+                        found = true;
+                        break 'grow;
+                    }
+                    next.push(t);
+                }
+            }
+        }
+        frontier = next;
+    }
+    if !found {
+        return None;
+    }
+    let mut hops = Vec::new();
+    let mut at = to;
+    while at != from {
+        let &(up, exit) = via.get(&at)?;
+        hops.push(exit);
+        at = up;
+    }
+    hops.reverse();
+    Some(hops)
 }

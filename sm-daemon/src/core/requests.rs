@@ -353,7 +353,30 @@ impl<P> Requests<P> {
         lost
     }
 
+    /// Ends the requests `drop` picks without waiting for them: nothing more is learnt
+    /// from their silence, and an answer that still comes is taken as late.
+    pub(crate) fn abandon(&mut self, drop: impl Fn(&P) -> bool) {
+        let ids: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| drop(&p.purpose))
+            .map(|(&id, _)| id)
+            .collect();
+        for id in ids {
+            if self.end(id).is_some() {
+                tracing::trace!(id, "request abandoned");
+            }
+        }
+    }
+
     fn give_up(&mut self, id: u64) -> Option<P> {
+        let p = self.end(id)?;
+        self.counts.lost += 1;
+        Some(p)
+    }
+
+    /// Removes request `id`, keeping its tries' TIDs for late answers.
+    fn end(&mut self, id: u64) -> Option<P> {
         let p = self.pending.remove(&id)?;
         if let Some(d) = p.deadline {
             self.deadlines.remove(&(d, id));
@@ -370,7 +393,6 @@ impl<P> Requests<P> {
                 self.late.remove(&t);
             }
         }
-        self.counts.lost += 1;
         Some(p.purpose)
     }
 
@@ -481,6 +503,29 @@ mod tests {
         // c's late answer is learned from: its destination is slow, not gone.
         assert_eq!(r.complete(at(60), tid_of(&c)), None);
         assert!(r.first_wait(1) > Duration::from_millis(25));
+    }
+
+    #[test]
+    fn an_abandoned_request_ends_uncounted_and_its_answer_is_late() {
+        let mut r: Requests<u32> = Requests::new(4, T);
+        r.send(at(0), 1, 7, Lid(1), [0; 256], 2);
+        r.send(at(0), 2, 8, Lid(1), [0; 256], 2);
+        let a = r.poll_transmit().unwrap();
+        let _ = r.poll_transmit().unwrap();
+        r.abandon(|&p| p == 1);
+        assert_eq!(r.in_flight(), 1);
+        assert_eq!(r.counts.lost, 0, "not lost: given up by choice");
+        assert_eq!(r.complete(at(3), tid_of(&a)), None, "late");
+        assert!(
+            r.expire(at(99)).is_empty(),
+            "no retry of what was abandoned"
+        );
+        assert_eq!(
+            r.expire(at(100)),
+            Vec::<u32>::new(),
+            "the other one retries"
+        );
+        assert_eq!(r.counts.retried, 1);
     }
 
     #[test]
