@@ -603,6 +603,41 @@ fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
     }
 }
 
+/// The spines of the SM's pod reboot in turn: every core of the spine's group sent its
+/// traps to the SM through it, so all of them are silenced at once and read along routes
+/// around it (one search for all). Every repair ends with the subnet up, every pair
+/// delivered and, once the spine is back, the original tables.
+#[test]
+fn a_spine_of_the_sms_pod_reboots_with_its_silenced_cores_found() {
+    let f = fat_tree();
+    let (mut d, _) = up(&f, "minhop");
+    let original = tables(&d, &f);
+    let spines: Vec<NodeIdx> = f
+        .switches()
+        .filter(|&n| {
+            let desc = &f.node(n).description;
+            desc.starts_with("spine") && desc.ends_with("pod 0")
+        })
+        .collect();
+    assert_eq!(spines.len(), 4);
+    for n in spines {
+        let what = format!("{} reboots", f.node(n).description);
+        d.sim
+            .apply_fault(Fault::Reboot {
+                node: n,
+                down: 50 * MS,
+            })
+            .unwrap();
+        let sweeps = run_watching(&mut d, 300 * MS, |_| {});
+        repairs_only(&sweeps, &what);
+        all_pairs_delivered(&d, &what);
+        assert!(
+            tables(&d, &f) == original,
+            "{what}: the tables are not the original ones once it is back"
+        );
+    }
+}
+
 /// Runs `span` under a layered plan, checking every state the tables pass through for
 /// credit loops among the traffic hosts send: on the SLs of `before` (the SA gives the
 /// new ones only once the repair is programmed, and hosts keep theirs until they ask

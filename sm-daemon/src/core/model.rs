@@ -6,7 +6,7 @@
 //! nothing downstream guesses it. Discovery fills the model; the answers to our Sets keep
 //! it current (a GetResp carries the attribute as the node now holds it).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::idx::{CowVec, IdxVec};
@@ -287,31 +287,31 @@ impl Discovered {
         Some(at)
     }
 
-    /// A shortest directed route from the SM's port to switch `to` that enters no switch of
-    /// `avoid` and crosses no port `blocked` names (links known down, not yet applied).
-    pub(super) fn path_avoiding(
+    /// Shortest directed routes from the SM's port to each switch of `to` that enter no
+    /// switch of `avoid` and cross no port `blocked` names (links known down, not yet
+    /// applied); one search for them all.
+    pub(super) fn paths_avoiding(
         &self,
-        to: NodeIdx,
+        to: &[NodeIdx],
         avoid: &BTreeSet<NodeIdx>,
         blocked: impl Fn(PortIdx) -> bool,
-    ) -> Option<DrPath> {
+    ) -> Vec<Option<DrPath>> {
         let f = &self.fabric;
         let start = f.port(self.own).node;
-        let mut via: HashMap<NodeIdx, (NodeIdx, u8)> = HashMap::new();
-        let mut queue = std::collections::VecDeque::from([(start, 0usize)]);
-        let mut seen = BTreeSet::from([start]);
-        while let Some((n, hops)) = queue.pop_front() {
-            if n == to {
-                let mut path = DrPath::new();
-                let mut at = n;
-                while let Some(&(up, exit)) = via.get(&at) {
-                    let _ = path.push(exit);
-                    at = up;
-                }
-                path.reverse();
-                return Some(path);
+        let mut via: IdxVec<NodeIdx, Option<(NodeIdx, u8)>> = IdxVec::filled(None, f.nodes().len());
+        let mut hops: IdxVec<NodeIdx, u8> = IdxVec::filled(0, f.nodes().len());
+        let mut seen: IdxVec<NodeIdx, bool> = IdxVec::filled(false, f.nodes().len());
+        let mut left: BTreeSet<NodeIdx> = to.iter().copied().collect();
+        seen[start] = true;
+        left.remove(&start);
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some(n) = queue.pop_front() {
+            if left.is_empty() {
+                break;
             }
-            if hops >= sm_mad::smp::MAX_HOPS as usize || (n != start && !self.is_switch(n)) {
+            if usize::from(hops[n]) >= sm_mad::smp::MAX_HOPS as usize
+                || (n != start && !self.is_switch(n))
+            {
                 continue;
             }
             for p in f.node_ports(n) {
@@ -320,14 +320,32 @@ impl Discovered {
                 }
                 let Some(r) = f.port(p).remote else { continue };
                 let t = f.port(r).node;
-                if blocked(r) || avoid.contains(&t) || !seen.insert(t) {
+                if blocked(r) || avoid.contains(&t) || seen[t] {
                     continue;
                 }
-                via.insert(t, (n, f.port(p).num));
-                queue.push_back((t, hops + 1));
+                seen[t] = true;
+                via[t] = Some((n, f.port(p).num));
+                hops[t] = hops[n] + 1;
+                left.remove(&t);
+                queue.push_back(t);
             }
         }
-        None
+        to.iter()
+            .map(|&n| {
+                if !seen[n] {
+                    return None;
+                }
+                let mut path = DrPath::new();
+                let mut at = n;
+                while let Some((up, exit)) = via[at] {
+                    // No more hops than the search went deep: it fits.
+                    let _ = path.push(exit);
+                    at = up;
+                }
+                path.reverse();
+                Some(path)
+            })
+            .collect()
     }
 
     /// After links changed: every node and CA port whose directed route crosses a link

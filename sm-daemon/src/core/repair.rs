@@ -104,6 +104,8 @@ struct Probe {
 const PROBE_FROM: usize = 6;
 /// How far apart two far ends may be (links, around the switch) to share a probe's way.
 const PROBE_DETOUR: usize = 3;
+/// The most switches a search for that way visits.
+const DETOUR_NODES: usize = 4096;
 
 /// What the look concluded.
 #[derive(Debug)]
@@ -707,8 +709,10 @@ impl Repair {
                 }
             }
         }
-        for (y, r) in ask {
-            if let Some(path) = m.path_avoiding(y, &dark, |p| down.contains(&p)) {
+        let to: Vec<NodeIdx> = ask.iter().map(|&(y, _)| y).collect();
+        let paths = m.paths_avoiding(&to, &dark, |p| down.contains(&p));
+        for ((y, r), path) in ask.into_iter().zip(paths) {
+            if let Some(path) = path {
                 self.read_port(m, r, Target::Path(path), dest::node(f.node(y).guid));
             }
         }
@@ -825,7 +829,8 @@ fn bounced(m: &Discovered, p: PortIdx, now: &port_info::Repr) -> bool {
 }
 
 /// The exits from switch `from` to switch `to` through present switches other than
-/// `avoid`, at most [`PROBE_DETOUR`] links (none when they are the same switch).
+/// `avoid`, at most [`PROBE_DETOUR`] links (none when they are the same switch). The
+/// search gives up after [`DETOUR_NODES`] switches: a pair that far apart is read.
 fn detour(m: &Discovered, from: NodeIdx, to: NodeIdx, avoid: NodeIdx) -> Option<Vec<u8>> {
     let f = &m.fabric;
     let mut via: HashMap<NodeIdx, (NodeIdx, u8)> = HashMap::new();
@@ -848,6 +853,9 @@ fn detour(m: &Discovered, from: NodeIdx, to: NodeIdx, avoid: NodeIdx) -> Option<
                     if t == to {
                         found = true;
                         break 'grow;
+                    }
+                    if via.len() > DETOUR_NODES {
+                        return None;
                     }
                     next.push(t);
                 }
