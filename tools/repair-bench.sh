@@ -8,12 +8,14 @@
 #   ibsm gen fat-tree --levels 3 --radix 64 --pods 40 -o ft3-64-40.net && tools/repair-bench.sh ft3-64-40.net
 #
 # RUNS (default 3) runs per scenario; the table shows each repair's median and range.
+# POD (default 1) and LEAF (default 1) pick the pod and the leaf; POD=0 LEAF=0 puts every
+# event in the SM's own pod (the SM runs on the fabric's first host) and on its leaf.
 # ENGINE (default minhop) is the routing chain. IBSM names the binary (default:
 # target/release/ibsm, else ibsm on PATH). Every run also checks every CA pair after each
 # sweep (the unreachable column); on the largest trees that check takes most of the time.
 set -euo pipefail
 [[ $# -ge 1 && -r $1 ]] || { echo "usage: $0 FABRIC.net" >&2; exit 2; }
-net=$1 runs=${RUNS:-3} engine=${ENGINE:-minhop}
+net=$1 runs=${RUNS:-3} engine=${ENGINE:-minhop} pod=${POD:-1} leaf=${LEAF:-1}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 IBSM=${IBSM:-$here/target/release/ibsm}
 [[ -x $IBSM ]] || IBSM=$(command -v ibsm) || { echo "no ibsm binary; build with cargo build --release" >&2; exit 2; }
@@ -24,11 +26,11 @@ up=$((radix / 2 + 1))
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-printf 'at 20s link-down "spine 0 pod 1"[%d]\nat 22s link-up "spine 0 pod 1"[%d]\n' "$up" "$up" > "$scratch/core.scn"
-printf 'at 20s link-down "leaf 1 pod 1"[%d]\nat 22s link-up "leaf 1 pod 1"[%d]\n' "$((up + 1))" "$((up + 1))" > "$scratch/leaf.scn"
-printf 'at 20s reboot "spine 1 pod 1" down 50ms\n' > "$scratch/switch.scn"
+printf 'at 20s link-down "spine 0 pod %d"[%d]\nat 22s link-up "spine 0 pod %d"[%d]\n' "$pod" "$up" "$pod" "$up" > "$scratch/core.scn"
+printf 'at 20s link-down "leaf %d pod %d"[%d]\nat 22s link-up "leaf %d pod %d"[%d]\n' "$leaf" "$pod" "$((up + 1))" "$leaf" "$pod" "$((up + 1))" > "$scratch/leaf.scn"
+printf 'at 20s reboot "spine 1 pod %d" down 50ms\n' "$pod" > "$scratch/switch.scn"
 
-echo "$(basename "$net"): radix $radix, engine $engine, $runs runs per scenario"
+echo "$(basename "$net"): radix $radix, engine $engine, $runs runs per scenario, pod $pod, leaf $leaf"
 echo
 echo "| scenario | repair | recovery_ms median (range) | SMPs | LFT blocks | moved | moved_min | restored | heavy sweeps | unreachable pairs after |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
