@@ -6,6 +6,7 @@
 #   tools/compare-opensm-recovery.sh [NET]             # default: ibsm gen fat-tree --levels 2 --radix 8
 #   RUNS=1 tools/compare-opensm-recovery.sh big.net    # RUNS (default 3) runs per SM; medians
 #   LINK='"S-0002000100000001"[5]' tools/compare-opensm-recovery.sh ft.net
+#   WHOLE=1 LINK='"S-0002000200000021"[1]' tools/compare-opensm-recovery.sh ft.net  # the switch
 #
 # Each run, for each SM (SMS, default "ibsm opensm"), in its own network namespace: a fresh
 # ibsim on NET with its console open, the SM master on the fabric's first CA (SIM_HOST),
@@ -22,6 +23,9 @@
 #      so that a second repair or sweep the event caused is seen and counted; every pair is
 #      traced again;
 #   3. the same for `ReLink LINK`.
+# WHOLE (unset by default): `Unlink` and `ReLink` the link's first switch whole (every
+# link; ibsim keeps its tables, so it comes back as it was, dark meanwhile); the pairs and
+# the port state are still the link's.
 # LINK defaults to the first link from a leaf (a switch with CAs) that does not hold
 # SIM_HOST to another switch, in the order of the fabric file.
 #
@@ -140,7 +144,7 @@ PY
     SM_TIMEOUT=${SM_TIMEOUT:-$((3600 * runs))} TMPDIR=$work \
         per_sm recovery "${SMS:-ibsm opensm}" NET="$net" RUNS="$runs" SIM_CONSOLE=1 \
         SIM_HOST="$host" CLIENT="$client" LINK="$link" PORT_A="$port_a" PORT_B="$port_b" \
-        DESC_A="$desc_a" DESC_B="$desc_b" PAIRS="${PAIRS:-8}" SETTLE="${SETTLE:-2}" \
+        DESC_A="$desc_a" DESC_B="$desc_b" PAIRS="${PAIRS:-8}" SETTLE="${SETTLE:-2}" WHOLE="${WHOLE:-}" \
         UP_TIMEOUT="${UP_TIMEOUT:-1800}" DONE_TIMEOUT="${DONE_TIMEOUT:-1800}"
     if [[ -n ${KEEP_SCRATCH:-} ]]; then
         echo "compare-opensm-recovery: files in $work" >&2
@@ -222,9 +226,12 @@ event() {
     a1=$(activity)
     traced=$(traces "$name")
     # The state of the link's port, as its switch tells it.
+    # WHOLE: the far end's (the switch itself is dark after Unlink).
     state=-
-    if [[ -n $lid_a ]]; then
-        state=$(t 60 smpquery portinfo "$lid_a" "$PORT_A" 2>/dev/null | sed -n 's/^LinkState:\.*//p')
+    if [[ -n ${WHOLE:-} && -n $lid_b ]]; then
+        state=$(t 60 smpquery portinfo "$lid_b" "$PORT_B" 2>/dev/null | sed -n 's/^LinkState:\.*//p' || true)
+    elif [[ -n $lid_a ]]; then
+        state=$(t 60 smpquery portinfo "$lid_a" "$PORT_A" 2>/dev/null | sed -n 's/^LinkState:\.*//p' || true)
     fi
     python3 - "$SM" "$name" "$log" "$from" "$t0" "${a0:-}" "${a1:-}" "$traced" "$via0" "${state:--}" >> "$top/runs.jsonl" <<'PY'
 import datetime, json, re, sys, time
@@ -279,6 +286,7 @@ for run in $(seq 1 "$RUNS"); do
     t 900 ibnetdiscover -p > ports.txt 2> ibnetdiscover.err || die "$SM: ibnetdiscover failed: $(tail -2 ibnetdiscover.err)"
     # The link's leaf end as this SM numbered it, and its LFT: the LIDs it sends over the link.
     lid_a=$(awk -v p="$PORT_A" -v d="( '$DESC_A' - '$DESC_B' )" '$1 == "SW" && $3 == p && index($0, d) { print $2; exit }' ports.txt)
+    lid_b=$(awk -v p="$PORT_B" -v d="( '$DESC_B' - '$DESC_A' )" '$1 == "SW" && $3 == p && index($0, d) { print $2; exit }' ports.txt)
     : > route.txt
     if [[ -n $lid_a ]]; then
         t 900 ibroute -n "$lid_a" > route.txt 2> ibroute.err || die "$SM: ibroute $lid_a failed: $(tail -2 ibroute.err)"
@@ -329,9 +337,12 @@ with os.fdopen(3, "w") as f:
         f.write("^$.")
 PY
     read -r _ _ via0 <<< "$(traces before)"
-    event down "Unlink $LINK" "$via0"
+    # WHOLE: every link of the link's first switch goes, and comes back.
+    target=$LINK
+    [[ -n ${WHOLE:-} ]] && target=${LINK%%\[*}
+    event down "Unlink $target" "$via0"
     via_down=$(tail -1 "$top/runs.jsonl" | python3 -c 'import json, sys; print(json.load(sys.stdin)["via_after"])')
-    event up "ReLink $LINK" "$via_down"
+    event up "ReLink $target" "$via_down"
     stop_sm
     trap - EXIT
 done

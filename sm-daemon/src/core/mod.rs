@@ -1613,6 +1613,9 @@ impl Sm {
                 up = r.subnet_up,
                 "repaired"
             );
+            if !r.subnet_up {
+                tracing::warn!(sweep = r.sweep, errors = ?r.errors, "repair incomplete; sweeping again");
+            }
         } else if r.subnet_up {
             tracing::info!(
                 sweep = r.sweep,
@@ -2183,8 +2186,15 @@ impl Sm {
             self.held.forget_switch(guid);
             self.mcast.forget(guid);
         }
-        // The switches that trapped hold PortStateChange: their SwitchInfo Set clears it.
-        for &n in &r.trapped {
+        // The switches that trapped hold PortStateChange: their SwitchInfo Set clears it
+        // (one cut off meanwhile gets it when it is back).
+        let present: Vec<NodeIdx> = r
+            .trapped
+            .iter()
+            .copied()
+            .filter(|&n| m.present(n))
+            .collect();
+        for n in present {
             if let Some(si) = m.nodes[n].switch_info.as_mut() {
                 si.port_state_change = true;
             }

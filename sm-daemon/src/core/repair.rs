@@ -186,6 +186,9 @@ impl Repair {
                 .ok_or_else(|| format!("a trap came from LID {lid}, which no switch holds"))?;
             trapped.insert(node);
         }
+        // A switch cut off already (its traps left it before its last links went) has
+        // nothing to read; if it is back, its neighbours' traps say so.
+        let cut_off: Vec<NodeIdx> = trapped.iter().copied().filter(|&n| !m.present(n)).collect();
         let mut r = Repair {
             trigger: format!(
                 "{cause} from {}",
@@ -210,6 +213,9 @@ impl Repair {
             orphans_read: false,
             unanswered: Vec::new(),
         };
+        for n in cut_off {
+            r.trapped.remove(&n);
+        }
         for &s in &r.trapped {
             if let Some(path) = plan.route_back(m.own, s) {
                 r.back.insert(s, path);
