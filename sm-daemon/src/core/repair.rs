@@ -541,26 +541,41 @@ impl Repair {
                 let Some(n) = m.fabric.node_by_guid(ni.node_guid) else {
                     return;
                 };
-                let mut path = self.route_to(m, port).unwrap_or_default();
-                if !path.push(m.fabric.port(port).num) || self.paths.contains_key(&n) {
-                    return;
+                // The first port found up across to a node gives the route to it; the
+                // node's end of every such link is read (a switch whose links all came
+                // back is seen across each of them).
+                let first = !self.paths.contains_key(&n);
+                if first {
+                    let mut path = self.route_to(m, port).unwrap_or_default();
+                    if !path.push(m.fabric.port(port).num) {
+                        return;
+                    }
+                    self.paths.insert(n, path);
                 }
-                self.paths.insert(n, path);
+                let Some(&path) = self.paths.get(&n) else {
+                    return;
+                };
                 let key = dest::node(ni.node_guid);
+                let far = m
+                    .fabric
+                    .port_of(n, ni.local_port_num)
+                    .filter(|q| !self.reads.contains_key(q));
                 if m.is_switch(n) {
                     // Did it keep its state? Its LinearFDBTop says. Its port's state is
                     // what the move to ACTIVE starts from: both ends must be ARMED.
-                    self.queue.push_back(get(
-                        Purpose::RepairSwitchInfo { node: n },
-                        attr::SWITCH_INFO,
-                        0,
-                        Target::Path(path),
-                        key,
-                    ));
-                    if let Some(q) = m.fabric.port_of(n, ni.local_port_num) {
+                    if first {
+                        self.queue.push_back(get(
+                            Purpose::RepairSwitchInfo { node: n },
+                            attr::SWITCH_INFO,
+                            0,
+                            Target::Path(path),
+                            key,
+                        ));
+                    }
+                    if let Some(q) = far {
                         self.read_port(m, q, Target::Path(path), key);
                     }
-                } else if let Some(q) = m.fabric.port_of(n, ni.local_port_num) {
+                } else if let Some(q) = far.filter(|_| first) {
                     // A host's port: its LID says whether it kept its state.
                     self.read_port(m, q, Target::Path(path), key);
                 }
