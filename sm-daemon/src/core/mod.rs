@@ -1816,6 +1816,26 @@ impl Sm {
                             matches!(w.purpose, Purpose::RepairProbe { probe } if gone.contains(&probe))
                         });
                     }
+                    // Gets on their way to a switch whose way back was found cut cannot
+                    // arrive: unanswered now rather than after every retry.
+                    let doomed = std::mem::take(&mut r.doomed_new);
+                    if !doomed.is_empty() {
+                        let f = &m.fabric;
+                        let cut = self.reqs.abandon(|w| match w.purpose {
+                            Purpose::RepairPortInfo { port } | Purpose::RepairNodeInfo { port } => {
+                                r.is_doomed(m, port)
+                                    && matches!(w.to, Target::Path(_))
+                                    && doomed.contains(&f.port(port).node)
+                            }
+                            Purpose::RepairProbe { .. } => {
+                                matches!(w.key, mkeys::KeyHolder::Guid(g) if doomed.iter().any(|&n| f.node(n).guid == g))
+                            }
+                            _ => false,
+                        });
+                        for w in cut {
+                            r.on_lost(m, &w);
+                        }
+                    }
                 }
             }
             _ => {

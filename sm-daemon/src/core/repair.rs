@@ -149,6 +149,11 @@ pub(super) struct Repair {
     /// Probes given up before their time (every other one of the switch answered): the
     /// core forgets them.
     pub(super) abandoned: Vec<usize>,
+    /// Switches that trapped whose way back crosses a link found down: nothing sent to
+    /// them along it can arrive. `doomed_new`: found so since the core last looked (it
+    /// gives up their Gets in flight at once, as unanswered).
+    doomed: BTreeSet<NodeIdx>,
+    pub(super) doomed_new: Vec<NodeIdx>,
     failed: Option<String>,
     /// Whether the neighbours silenced by a switch gone dark were looked for.
     orphans_read: bool,
@@ -209,6 +214,8 @@ impl Repair {
             rest: Vec::new(),
             probes: Vec::new(),
             abandoned: Vec::new(),
+            doomed: BTreeSet::new(),
+            doomed_new: Vec::new(),
             failed: None,
             orphans_read: false,
             unanswered: Vec::new(),
@@ -481,7 +488,44 @@ impl Repair {
         }
     }
 
+    /// The link at `port` is down: the switches that trapped whose way back crosses it
+    /// cannot be reached that way.
+    fn link_down(&mut self, m: &Discovered, port: PortIdx) {
+        let f = &m.fabric;
+        let Some(far) = f.port(port).remote else {
+            return;
+        };
+        let dead = [port, far];
+        for (&s, path) in &self.back {
+            if self.doomed.contains(&s) {
+                continue;
+            }
+            let mut at = m.own;
+            let crosses = path.iter().any(|&exit| {
+                let Some(out) = f.port_of(f.port(at).node, exit) else {
+                    return false;
+                };
+                let hit = dead.contains(&out);
+                at = f.port(out).remote.unwrap_or(out);
+                hit
+            });
+            if crosses {
+                self.doomed.insert(s);
+                self.doomed_new.push(s);
+            }
+        }
+    }
+
+    /// Whether a Get about `port` cannot arrive (its switch's way back is cut).
+    pub(super) fn is_doomed(&self, m: &Discovered, port: PortIdx) -> bool {
+        self.doomed.contains(&m.fabric.port(port).node)
+    }
+
     fn read_port(&mut self, m: &Discovered, port: PortIdx, to: Target, key: u64) {
+        if self.is_doomed(m, port) {
+            self.unanswered.push(port);
+            return;
+        }
         let num = u32::from(m.fabric.port(port).num);
         self.queue.push_back(get(
             Purpose::RepairPortInfo { port },
@@ -530,6 +574,9 @@ impl Repair {
         match purpose {
             Purpose::RepairPortInfo { port } => {
                 if let Ok(pi) = s.attribute::<port_info::Repr>() {
+                    if !is_up(&pi) {
+                        self.link_down(m, port);
+                    }
                     self.reads.insert(port, pi);
                 }
             }
@@ -697,7 +744,9 @@ impl Repair {
             let changed = !is_up(pi) || bounced(m, p, pi);
             if let (true, Some(r)) = (changed, f.port(p).remote) {
                 let x = f.port(r).node;
-                if m.is_switch(x) && !self.trapped.contains(&x) {
+                // One that trapped counts too if it cannot be reached (its traps left
+                // it before its last links went).
+                if m.is_switch(x) && (!self.trapped.contains(&x) || self.doomed.contains(&x)) {
                     *lost.entry(x).or_default() += 1;
                 }
             }
@@ -719,7 +768,7 @@ impl Repair {
                 let Some(r) = f.port(q).remote else { continue };
                 let y = f.port(r).node;
                 let silenced = m.is_switch(y)
-                    && !self.trapped.contains(&y)
+                    && (!self.trapped.contains(&y) || self.doomed.contains(&y))
                     && !self.reads.contains_key(&r)
                     && plan
                         .lft(y)

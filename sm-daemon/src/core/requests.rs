@@ -355,18 +355,15 @@ impl<P> Requests<P> {
 
     /// Ends the requests `drop` picks without waiting for them: nothing more is learnt
     /// from their silence, and an answer that still comes is taken as late.
-    pub(crate) fn abandon(&mut self, drop: impl Fn(&P) -> bool) {
-        let ids: Vec<u64> = self
+    pub(crate) fn abandon(&mut self, drop: impl Fn(&P) -> bool) -> Vec<P> {
+        let mut ids: Vec<u64> = self
             .pending
             .iter()
             .filter(|(_, p)| drop(&p.purpose))
             .map(|(&id, _)| id)
             .collect();
-        for id in ids {
-            if self.end(id).is_some() {
-                tracing::trace!(id, "request abandoned");
-            }
-        }
+        ids.sort_unstable();
+        ids.into_iter().filter_map(|id| self.end(id)).collect()
     }
 
     fn give_up(&mut self, id: u64) -> Option<P> {
@@ -512,7 +509,7 @@ mod tests {
         r.send(at(0), 2, 8, Lid(1), [0; 256], 2);
         let a = r.poll_transmit().unwrap();
         let _ = r.poll_transmit().unwrap();
-        r.abandon(|&p| p == 1);
+        assert_eq!(r.abandon(|&p| p == 1), vec![1]);
         assert_eq!(r.in_flight(), 1);
         assert_eq!(r.counts.lost, 0, "not lost: given up by choice");
         assert_eq!(r.complete(at(3), tid_of(&a)), None, "late");
