@@ -59,6 +59,17 @@ fn up_with(f: &Fabric, params: Params) -> (SimDriver, SweepReport) {
     (d, *r)
 }
 
+/// Up under minhop with no light sweeps: one due as a link goes would send its
+/// LID-routed Gets the dead way, and the tests that use this count the repairs' own.
+fn up_quiet(f: &Fabric) -> SimDriver {
+    let params = Params {
+        routing: "minhop".into(),
+        sweep_interval: std::time::Duration::ZERO,
+        ..Params::default()
+    };
+    up_with(f, params).0
+}
+
 /// Every switch's table as the simulated switch holds it, by switch GUID.
 fn tables(d: &SimDriver, f: &Fabric) -> HashMap<Guid, Vec<u8>> {
     f.switches()
@@ -119,6 +130,30 @@ fn repairs_only(sweeps: &[SweepReport], what: &str) {
         assert!(r.subnet_up, "{what}: {:?}", r.errors);
         assert_eq!(r.reroute, "only the broken routes", "{what}: {}", r.trigger);
     }
+}
+
+/// Applies `fault` and runs 100 ms: only repairs, none retrying or losing a Get (none
+/// went a dead way), each at most its LFT blocks + 20 SMPs.
+fn repaired_cleanly(d: &mut SimDriver, fault: Fault, what: &str) -> Vec<SweepReport> {
+    d.sim.apply_fault(fault).unwrap();
+    let sweeps = run_watching(d, 100 * MS, |_| {});
+    repairs_only(&sweeps, what);
+    for r in &sweeps {
+        assert_eq!(
+            (r.mads_retried, r.mads_lost),
+            (0, 0),
+            "{what}: a Get went the dead way ({})",
+            r.trigger
+        );
+        assert!(
+            r.mads_sent <= r.lft_blocks_sent + 20,
+            "{what}: {} SMPs for {} blocks ({})",
+            r.mads_sent,
+            r.lft_blocks_sent,
+            r.trigger
+        );
+    }
+    sweeps
 }
 
 /// A switch-to-switch link of `f` between the named nodes' levels.
@@ -347,16 +382,7 @@ fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine
 #[test]
 fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
     let f = fat_tree();
-    // No light sweeps: one due as a link goes sends its LID-routed Gets the dead way,
-    // and this test counts the repairs' own.
-    let (mut d, _) = up_with(
-        &f,
-        Params {
-            routing: "minhop".into(),
-            sweep_interval: std::time::Duration::ZERO,
-            ..Params::default()
-        },
-    );
+    let mut d = up_quiet(&f);
     let original = tables(&d, &f);
     let sm_lid = usize::from(d.sm.own_lid().0);
     let pod0 = |p: PortIdx| f.node(f.port(p).node).description.ends_with("pod 0");
@@ -376,25 +402,8 @@ fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
             .iter()
             .any(|&p| original[&f.node(f.port(p).node).guid].get(sm_lid) == Some(&f.port(p).num));
         for (fault, step) in [(Fault::LinkDown(a), "down"), (Fault::LinkUp(a), "up")] {
-            d.sim.apply_fault(fault).unwrap();
-            let sweeps = run_watching(&mut d, 100 * MS, |_| {});
             let what = format!("{what} {step}");
-            repairs_only(&sweeps, &what);
-            for r in &sweeps {
-                assert_eq!(
-                    (r.mads_retried, r.mads_lost),
-                    (0, 0),
-                    "{what}: a Get went the dead way ({})",
-                    r.trigger
-                );
-                assert!(
-                    r.mads_sent <= r.lft_blocks_sent + 20,
-                    "{what}: {} SMPs for {} blocks ({})",
-                    r.mads_sent,
-                    r.lft_blocks_sent,
-                    r.trigger
-                );
-            }
+            let sweeps = repaired_cleanly(&mut d, fault, &what);
             if step == "down" && carries {
                 lone += 1;
             } else {
@@ -430,14 +439,7 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
     let spec: GenSpec =
         serde_json::from_str(r#"{"family":"fat-tree3","radix":24,"pods":2}"#).unwrap();
     let f = generate(&spec).unwrap();
-    let (mut d, _) = up_with(
-        &f,
-        Params {
-            routing: "minhop".into(),
-            sweep_interval: std::time::Duration::ZERO,
-            ..Params::default()
-        },
-    );
+    let mut d = up_quiet(&f);
     let original = tables(&d, &f);
     let sm_port = f
         .cas()
@@ -469,22 +471,8 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
             |p: PortIdx| format!("{}[{}]", f.node(f.port(p).node).description, f.port(p).num);
         for (fault, step) in [(Fault::LinkDown(a), "down"), (Fault::LinkUp(a), "up")] {
             let what = format!("{} - {} {step}", name(a), name(b));
-            d.sim.apply_fault(fault).unwrap();
-            let sweeps = run_watching(&mut d, 100 * MS, |_| {});
-            repairs_only(&sweeps, &what);
-            for r in &sweeps {
+            for r in &repaired_cleanly(&mut d, fault, &what) {
                 let over = r.mads_sent - r.lft_blocks_sent;
-                assert_eq!(
-                    (r.mads_retried, r.mads_lost),
-                    (0, 0),
-                    "{what}: {}",
-                    r.trigger
-                );
-                assert!(
-                    over <= 20,
-                    "{what}: {over} SMPs over the blocks ({})",
-                    r.trigger
-                );
                 if step == "down" && !r.trigger.contains(", ") && r.lft_blocks_sent > 0 {
                     // Read one by one, the likely ports of a lone spine (its 12 cores)
                     // cost 13 SMPs or more, those of the SM's leaf (12 spines, then or
@@ -584,22 +572,35 @@ fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
             })
             .collect();
         assert!(switches.len() >= 20, "{} switches", switches.len());
-        for n in switches {
-            let what = format!("{routing}: {} reboots", f.node(n).description);
-            d.sim
-                .apply_fault(Fault::Reboot {
-                    node: n,
-                    down: 50 * MS,
-                })
-                .unwrap();
-            let sweeps = run_watching(&mut d, 300 * MS, |_| {});
-            repairs_only(&sweeps, &what);
-            all_pairs_delivered(&d, &what);
-            assert!(
-                tables(&d, &f) == original,
-                "{what}: the tables are not the original ones once it is back"
-            );
-        }
+        reboot_each(&mut d, &f, &original, switches, &format!("{routing}: "));
+    }
+}
+
+/// Reboots each of `switches` in turn (dark for 50 ms, back with empty tables): every
+/// repair ends with the subnet up, every pair delivered and, once the switch is back,
+/// the original tables.
+fn reboot_each(
+    d: &mut SimDriver,
+    f: &Fabric,
+    original: &HashMap<Guid, Vec<u8>>,
+    switches: Vec<NodeIdx>,
+    label: &str,
+) {
+    for n in switches {
+        let what = format!("{label}{} reboots", f.node(n).description);
+        d.sim
+            .apply_fault(Fault::Reboot {
+                node: n,
+                down: 50 * MS,
+            })
+            .unwrap();
+        let sweeps = run_watching(d, 300 * MS, |_| {});
+        repairs_only(&sweeps, &what);
+        all_pairs_delivered(d, &what);
+        assert!(
+            tables(d, f) == *original,
+            "{what}: the tables are not the original ones once it is back"
+        );
     }
 }
 
@@ -620,22 +621,7 @@ fn a_spine_of_the_sms_pod_reboots_with_its_silenced_cores_found() {
         })
         .collect();
     assert_eq!(spines.len(), 4);
-    for n in spines {
-        let what = format!("{} reboots", f.node(n).description);
-        d.sim
-            .apply_fault(Fault::Reboot {
-                node: n,
-                down: 50 * MS,
-            })
-            .unwrap();
-        let sweeps = run_watching(&mut d, 300 * MS, |_| {});
-        repairs_only(&sweeps, &what);
-        all_pairs_delivered(&d, &what);
-        assert!(
-            tables(&d, &f) == original,
-            "{what}: the tables are not the original ones once it is back"
-        );
-    }
+    reboot_each(&mut d, &f, &original, spines, "");
 }
 
 /// Runs `span` under a layered plan, checking every state the tables pass through for
