@@ -154,6 +154,9 @@ pub(super) struct Repair {
     /// gives up their Gets in flight at once, as unanswered).
     doomed: BTreeSet<NodeIdx>,
     pub(super) doomed_new: Vec<NodeIdx>,
+    /// Links read down so far, and per switch how many of its own.
+    cut: Vec<[PortIdx; 2]>,
+    cut_at: HashMap<NodeIdx, usize>,
     failed: Option<String>,
     /// Whether the neighbours silenced by a switch gone dark were looked for.
     orphans_read: bool,
@@ -216,6 +219,8 @@ impl Repair {
             abandoned: Vec::new(),
             doomed: BTreeSet::new(),
             doomed_new: Vec::new(),
+            cut: Vec::new(),
+            cut_at: HashMap::new(),
             failed: None,
             orphans_read: false,
             unanswered: Vec::new(),
@@ -488,16 +493,21 @@ impl Repair {
         }
     }
 
-    /// The link at `port` is down: the switches that trapped whose way back crosses it
-    /// cannot be reached that way.
+    /// The link at `port` is down. A switch that trapped with two or more of its own
+    /// links read down has likely gone dark (its traps left before its last links went):
+    /// if its way back crosses a link read down, nothing sent that way arrives. (One
+    /// link down on the way may be a flap that is over before a retry.)
     fn link_down(&mut self, m: &Discovered, port: PortIdx) {
         let f = &m.fabric;
         let Some(far) = f.port(port).remote else {
             return;
         };
-        let dead = [port, far];
+        self.cut.push([port, far]);
+        for q in [port, far] {
+            *self.cut_at.entry(f.port(q).node).or_default() += 1;
+        }
         for (&s, path) in &self.back {
-            if self.doomed.contains(&s) {
+            if self.doomed.contains(&s) || self.cut_at.get(&s).copied().unwrap_or(0) < 2 {
                 continue;
             }
             let mut at = m.own;
@@ -505,7 +515,7 @@ impl Repair {
                 let Some(out) = f.port_of(f.port(at).node, exit) else {
                     return false;
                 };
-                let hit = dead.contains(&out);
+                let hit = self.cut.iter().any(|c| c.contains(&out));
                 at = f.port(out).remote.unwrap_or(out);
                 hit
             });
