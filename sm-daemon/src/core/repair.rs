@@ -269,10 +269,9 @@ impl Repair {
     /// The ports worth reading: both ends of every link (present, or gone down before)
     /// between two switches that trapped. Of a switch that trapped alone, in stages:
     /// first the ports whose loss a repair saw (the trap may repeat that loss: its first
-    /// copy could not reach us); then the ports whose far end could not have told us: a
-    /// port down in the model (it may have come up), one to a CA or to a node cut off,
-    /// one whose far switch sends the SM's LID across it (its trap died with the link);
-    /// then the rest. Likely links between switches, when many, are probed rather than
+    /// copy could not reach us); then the ports whose far end could not have told us: one
+    /// to a CA or to a node cut off, one whose far switch sends the SM's LID across it
+    /// (its trap died with the link); then the rest, ports never linked among them. Likely links between switches, when many, are probed rather than
     /// read; then come the likely ports to CAs, then the probed ports (only if the probes
     /// and reads before show nothing). Returns the ports to read now and the lone
     /// switches' stages.
@@ -283,9 +282,12 @@ impl Repair {
     ) -> (Vec<PortIdx>, Vec<(NodeIdx, VecDeque<Stage>)>) {
         let f = &m.fabric;
         let sm_lid = usize::from(m.own_lid().0);
+        // A port never linked (no former peer: the lost ones are taken apart first) is
+        // read last: a new cable is rarer than a change of one known, and an unused
+        // switch's ports are many (a core of a tree with few pods).
         let likely = |p: PortIdx| {
             let Some(r) = f.port(p).remote else {
-                return true;
+                return false;
             };
             let t = f.port(r).node;
             !m.is_switch(t)
