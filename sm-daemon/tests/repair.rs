@@ -601,6 +601,37 @@ fn a_lone_cores_unused_ports_are_read_last() {
     all_pairs_delivered(&d, "after every link");
 }
 
+/// A heavy sweep while a link is down keeps the routes repairs moved off it (they are
+/// legal), and must remember where they were: when the link returns, they go back, and
+/// the tables are the balanced ones again.
+#[test]
+fn routes_moved_off_a_link_return_to_it_after_a_heavy_sweep_between() {
+    let f = fat_tree();
+    let mut d = up_quiet(&f);
+    let original = tables(&d, &f);
+    let a = link(&f, "spine 1 pod 1", "core");
+    repaired_cleanly(&mut d, Fault::LinkDown(a), "core link down");
+    let moved = tables(&d, &f);
+    assert!(moved != original, "the link's routes did not move");
+    d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+    let sweeps = run_watching(&mut d, 100 * MS, |_| {});
+    assert!(
+        sweeps.iter().any(|r| r.heavy && r.subnet_up),
+        "no heavy sweep"
+    );
+    assert!(tables(&d, &f) == moved, "the heavy sweep moved routes");
+    let back = repaired_cleanly(&mut d, Fault::LinkUp(a), "core link back");
+    assert!(
+        back.iter().any(|r| r.lft_entries_restored > 0),
+        "nothing restored"
+    );
+    all_pairs_delivered(&d, "after the link's return");
+    assert!(
+        tables(&d, &f) == original,
+        "the tables are not the balanced ones again"
+    );
+}
+
 #[test]
 fn every_switch_away_from_the_sm_reboots_with_its_silenced_neighbours_found() {
     let f = fat_tree();

@@ -150,7 +150,10 @@ pub(crate) fn fill<P: Policy>(
     };
     let lid_len = routes.lft.first().map_or(0, Vec::len);
     let work = |sc: &mut Scratch, s: usize, table: &mut Vec<u8>, ar: Option<&mut SwitchAr>| {
-        let prev = previous.and_then(|p| p.get(topo.guid(SwIdx(s as u32))));
+        let guid = topo.guid(SwIdx(s as u32));
+        let prev = previous
+            .and_then(|p| p.get(guid))
+            .map(|t| (t, previous.map_or(&[][..], |p| p.wanted(guid))));
         fill_switch(
             topo,
             policy,
@@ -189,7 +192,7 @@ fn fill_switch<P: Policy>(
     table: &mut [u8],
     mut ar: Option<&mut SwitchAr>,
     (lid_len, sm_lid): (usize, Option<Lid>),
-    prev: Option<&LftTable>,
+    prev: Option<(&LftTable, &[(u16, u8)])>,
     sc: &mut Scratch,
 ) {
     let n = topo.num_switches();
@@ -226,15 +229,22 @@ fn fill_switch<P: Policy>(
         } else {
             let dsw = d.sw;
             let mask = &sc.masks[dsw.idx() * words..(dsw.idx() + 1) * words];
-            // The port the switch already uses, if it is still a legal choice.
-            let kept = prev
-                .and_then(|t| t.get(job.lid.0 as usize))
-                .map(|p| port_adj[p as usize] as usize)
-                .filter(|&i| {
-                    i < adj.len()
-                        && prev.and_then(|t| t.get(job.lid.0 as usize)) == Some(adj[i].port)
-                        && mask.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
-                });
+            let legal = |p: u8| {
+                let i = port_adj[p as usize] as usize;
+                (i < adj.len()
+                    && adj[i].port == p
+                    && mask.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0))
+                .then_some(i)
+            };
+            // The port it should go back to, else the one it uses, if legal.
+            let kept = prev.and_then(|(t, wanted)| {
+                let lid = job.lid.0;
+                wanted
+                    .binary_search_by_key(&lid, |e| e.0)
+                    .ok()
+                    .and_then(|k| legal(wanted[k].1))
+                    .or_else(|| t.get(usize::from(lid)).and_then(legal))
+            });
             let pick = match (kept, single(mask)) {
                 (Some(i), _) => Some(i),
                 (None, Some(one)) => Some(one),

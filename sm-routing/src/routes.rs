@@ -34,6 +34,9 @@ pub struct Options {
 pub struct PreviousTables {
     by_guid: std::collections::HashMap<Guid, usize>,
     tables: Vec<LftTable>,
+    /// Per switch, (LID, port) sorted by LID: a port to go back to before keeping the one
+    /// held, where it is legal (an entry a repair moved off the port it had).
+    wanted: std::collections::HashMap<Guid, Vec<(u16, u8)>>,
 }
 
 impl PreviousTables {
@@ -51,6 +54,7 @@ impl PreviousTables {
                 .iter()
                 .map(|t| LftTable::from_slice(&t.ports))
                 .collect(),
+            wanted: Default::default(),
         }
     }
 
@@ -59,7 +63,26 @@ impl PreviousTables {
         PreviousTables {
             by_guid: guids.into_iter().enumerate().map(|(i, g)| (g, i)).collect(),
             tables,
+            wanted: Default::default(),
         }
+    }
+
+    /// Ports to go back to where they are legal, preferred to the ports held: per switch,
+    /// (LID, port).
+    pub fn with_wanted(mut self, wanted: impl IntoIterator<Item = (Guid, u16, u8)>) -> Self {
+        for (g, lid, port) in wanted {
+            self.wanted.entry(g).or_default().push((lid, port));
+        }
+        for w in self.wanted.values_mut() {
+            w.sort_unstable();
+            w.dedup_by_key(|e| e.0);
+        }
+        self
+    }
+
+    /// The ports switch `guid` should go back to (sorted by LID).
+    pub fn wanted(&self, guid: Guid) -> &[(u16, u8)] {
+        self.wanted.get(&guid).map_or(&[], Vec::as_slice)
     }
 
     /// The table of one switch.

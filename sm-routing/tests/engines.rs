@@ -474,3 +474,73 @@ fn the_sms_lid_is_spread_over_equal_choices() {
         }
     }
 }
+
+/// Sticky routing: a held port that is legal is kept; a wanted port (where a repair moved
+/// the entry from) wins over it where legal, and an illegal wanted port changes nothing.
+#[test]
+fn held_ports_are_kept_and_wanted_ones_win_where_legal() {
+    use sm_core::lft::LftTable;
+    use sm_routing::engine::PreviousTables;
+    let f = fabric(&fat_tree3(8, 4), 0);
+    let topo = Topo::new(&f).unwrap();
+    let fresh = route("minhop", &topo, false).unwrap();
+    let leaf = (0..topo.num_switches())
+        .map(|i| SwIdx(i as u32))
+        .find(|&s| topo.dests.iter().any(|d| d.sw == s))
+        .unwrap();
+    let ups: Vec<u8> = topo.adj(leaf).iter().map(|a| a.port).collect();
+    // Every host of another leaf moves to the leaf's next uplink: as legal (every uplink
+    // is on a shortest way), not as balanced.
+    let mut held = fresh.lft.clone();
+    let mut turned = Vec::new();
+    for d in topo
+        .dests
+        .iter()
+        .filter(|d| d.kind == NodeKind::Ca && d.sw != leaf)
+    {
+        let lid = usize::from(d.base_lid.0);
+        let e = &mut held[leaf.idx()][lid];
+        let k = ups.iter().position(|&p| p == *e).unwrap();
+        turned.push((lid as u16, *e));
+        *e = ups[(k + 1) % ups.len()];
+    }
+    assert!(turned.len() > 10);
+    let guids: Vec<Guid> = (0..topo.num_switches())
+        .map(|i| topo.guid(SwIdx(i as u32)))
+        .collect();
+    let tables = || held.iter().map(|t| LftTable::from_slice(t)).collect();
+    let run = |prev: PreviousTables| {
+        let opts = Options {
+            previous: Some(std::sync::Arc::new(prev)),
+            ..Options::default()
+        };
+        engine("minhop").unwrap().route(&topo, &opts).unwrap()
+    };
+    let g = topo.guid(leaf);
+    let kept = run(PreviousTables::from_tables(guids.clone(), tables()));
+    let diff = |a: &Routes, b: &Vec<Vec<u8>>| {
+        let mut d = Vec::new();
+        for (s, (x, y)) in a.lft.iter().zip(b).enumerate() {
+            for (lid, (p, q)) in x.iter().zip(y).enumerate() {
+                if p != q {
+                    d.push((s, lid, *p, *q));
+                }
+            }
+        }
+        d.truncate(8);
+        d
+    };
+    assert_eq!(diff(&kept, &held), [], "legal held ports moved");
+    let wanted = turned.iter().map(|&(lid, p)| (g, lid, p));
+    let back = run(PreviousTables::from_tables(guids.clone(), tables()).with_wanted(wanted));
+    assert_eq!(
+        diff(&back, &fresh.lft),
+        [],
+        "the wanted ports were not taken back"
+    );
+    // A host's port is no way up: wanting it keeps the held port.
+    let host_port = topo.dests.iter().find(|d| d.sw == leaf).unwrap().sw_port;
+    let wrong = turned.iter().map(|&(lid, _)| (g, lid, host_port));
+    let same = run(PreviousTables::from_tables(guids, tables()).with_wanted(wrong));
+    assert_eq!(diff(&same, &held), [], "an illegal wanted port was taken");
+}

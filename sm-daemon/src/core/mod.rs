@@ -1243,6 +1243,10 @@ impl Sm {
         self.sweep.report.untrusted_sms = m.untrusted.iter().map(|u| u.0.to_string()).collect();
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
         self.mkeys.note_neighbors(&m);
+        let mut m = m;
+        if let Some(old) = &self.model {
+            m.inherit_former_peers(old);
+        }
         self.model = Some(Arc::new(m));
         match decision {
             Decision::Standby(master) => {
@@ -1424,6 +1428,11 @@ impl Sm {
         r.fallbacks = new.fallbacks.clone();
         r.lids = new.lids;
         r.routing_ns = new.routing_time.as_nanos() as u64;
+        (
+            r.lft_entries_moved,
+            r.lft_entries_moved_min,
+            r.lft_entries_restored,
+        ) = (new.churn.moved, new.churn.had_to, new.churn.restored);
         self.held.rebase(self.plan.as_deref(), &new);
         // A port whose LID changes must tell its SA clients to register again.
         if let Some(m) = &self.model {
@@ -1639,6 +1648,7 @@ impl Sm {
         }
         let failed = !r.subnet_up;
         let repair = !r.heavy;
+        let sweep_n = r.sweep;
         if self.mkeys.take_changed() {
             self.events.push_back(Event::KeysChanged);
         }
@@ -1651,6 +1661,9 @@ impl Sm {
             // Back off so a fault that persists does not turn into a sweep storm.
             self.timers
                 .set(Timer::HeavySweep, now + self.p.retry_backoff);
+            let what = if repair { "repair" } else { "sweep" };
+            self.trigger
+                .get_or_insert_with(|| format!("{what} {sweep_n} incomplete"));
         } else if self.sweep.again {
             self.begin_heavy(now);
         } else {

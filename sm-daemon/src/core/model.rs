@@ -243,6 +243,29 @@ impl Discovered {
         self.former_peers.get(&p).copied()
     }
 
+    /// A new discovery keeps what the one before knew of links: a link it had (linked,
+    /// or gone down before) that this one finds down at both ends keeps its ends as each
+    /// other's former peers, so that a trap about its return looks at both.
+    pub(super) fn inherit_former_peers(&mut self, old: &Discovered) {
+        let here = |p: PortIdx| {
+            let port = old.fabric.port(p);
+            let n = self.fabric.node_by_guid(old.fabric.node(port.node).guid)?;
+            let q = self.fabric.port_of(n, port.num)?;
+            self.fabric.port(q).remote.is_none().then_some(q)
+        };
+        let known = old
+            .fabric
+            .links()
+            .chain(old.former_peers.iter().map(|(&a, &b)| (a, b)));
+        let pairs: Vec<(PortIdx, PortIdx)> = known
+            .filter_map(|(a, b)| Some((here(a)?, here(b)?)))
+            .collect();
+        for (a, b) in pairs {
+            self.former_peers.insert(a, b);
+            self.former_peers.insert(b, a);
+        }
+    }
+
     /// The SM's own LID as its port reported it.
     pub fn own_lid(&self) -> Lid {
         self.port_info(self.own).map_or(Lid(0), |pi| pi.lid)

@@ -6,7 +6,7 @@
 //! switch, the PortInfo every port should hold, and the P_Key, SL-to-VL and VL arbitration
 //! blocks. Programming sends only what differs from what the nodes hold.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,6 +68,8 @@ pub struct Plan {
     /// Layered paths repairs gave another SL, with the SL each had then: a path that comes
     /// back tries it first.
     pub sl_displaced: Arc<BTreeMap<(SwIdx, Lid), u8>>,
+    /// A plan routed whole by a heavy sweep: what it changed against the plan before.
+    pub churn: Churn,
     /// The switch behind each routing table (`lfts[i]` is `switches[i]`'s).
     pub switches: Vec<NodeIdx>,
     /// A node's routing table, if it is a switch.
@@ -148,6 +150,7 @@ impl Plan {
             sl: None,
             displaced: Arc::default(),
             sl_displaced: Arc::default(),
+            churn: Churn::default(),
             switches,
             sw_of,
             max_lid,
@@ -262,6 +265,10 @@ pub fn plan(
 
     let t0 = p.stopwatch.map(|f| f());
     let routed = route(d, &fabric, p, previous)?;
+    let (churn, displaced) = match previous {
+        Some(pl) => churn(pl, &fabric, &routed.switches, &routed.routes.lft),
+        None => Default::default(),
+    };
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -285,8 +292,9 @@ pub fn plan(
         engine: routed.routes.engine,
         rule: routed.routes.rule,
         sl: routed.routes.sl,
-        displaced: Arc::default(),
+        displaced: Arc::new(displaced),
         sl_displaced: Arc::default(),
+        churn,
         lfts: routed.routes.lft.into_iter().map(LftTable::from).collect(),
         switches: routed.switches,
         sw_of: routed.sw_of,
@@ -304,6 +312,117 @@ pub fn plan(
         deps: Arc::new(Mutex::new(deps)),
         fabric,
     })
+}
+
+/// An entry moved off its port by a repair (or a broken path), with that port.
+type Displaced = ((NodeIdx, u16), u8);
+
+/// What a sweep that routed whole changed against the plan before it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Churn {
+    /// Entries whose port changed.
+    pub moved: u64,
+    /// Of those, the ones whose old path no longer delivers on the fabric found now.
+    pub had_to: u64,
+    /// Of those, the ones back on the port they had before a repair moved them.
+    pub restored: u64,
+}
+
+/// Whether the path `prev`'s tables give from switch `n` (of `f`) to `lid` still delivers
+/// on `f`.
+fn delivers(prev: &Plan, f: &Fabric, mut n: NodeIdx, lid: u16) -> bool {
+    let covers = |p: PortIdx| {
+        let port = f.port(p);
+        let base = port.lid.0;
+        base != 0 && lid >= base && u32::from(lid) < u32::from(base) + (1u32 << port.lmc)
+    };
+    for _ in 0..64 {
+        let entry = prev
+            .fabric
+            .node_by_guid(f.node(n).guid)
+            .and_then(|pn| prev.lft(pn))
+            .and_then(|t| t.get(usize::from(lid)));
+        let e = match entry {
+            None => return false,
+            Some(e) if e == lft::NO_ROUTE.0 => return false,
+            Some(0) => return f.port_of(n, 0).is_some_and(covers),
+            Some(e) => e,
+        };
+        let Some(r) = f.port_of(n, e).and_then(|q| f.port(q).remote) else {
+            return false;
+        };
+        let t = f.port(r).node;
+        if f.node(t).kind != NodeKind::Switch {
+            return covers(r);
+        }
+        n = t;
+    }
+    false
+}
+
+/// What `lfts` (whole new tables of `switches`, on `f`) change against `prev`, and the
+/// entries displaced afterwards: those `prev` remembered that are not back yet, and those
+/// that moved because their path broke (their old port, to go back to when it works).
+fn churn(
+    prev: &Plan,
+    f: &Fabric,
+    switches: &[NodeIdx],
+    lfts: &[Vec<u8>],
+) -> (Churn, Vec<Displaced>) {
+    let mut c = Churn::default();
+    let mut displaced = Vec::new();
+    let remembered = |pn: NodeIdx, lid: u16| {
+        prev.displaced
+            .binary_search_by_key(&(pn, lid), |e| e.0)
+            .ok()
+            .map(|j| prev.displaced[j].1)
+    };
+    let mut new_of = HashMap::new();
+    for (&n, t) in switches.iter().zip(lfts) {
+        let Some(pn) = prev.fabric.node_by_guid(f.node(n).guid) else {
+            continue;
+        };
+        new_of.insert(pn, (n, t));
+        let Some(old) = prev.lft(pn) else { continue };
+        let mut at = 0;
+        while at < t.len().min(old.len()) {
+            let a = old.run(at, sm_core::lft::CHUNK);
+            let b = t.get(at..at + a.len()).unwrap_or_default();
+            if a != b {
+                for (k, (&was, &now)) in a.iter().zip(b).enumerate() {
+                    if was == now || was == lft::NO_ROUTE.0 {
+                        continue;
+                    }
+                    let lid = (at + k) as u16;
+                    c.moved += 1;
+                    let orig = remembered(pn, lid);
+                    if orig == Some(now) {
+                        c.restored += 1;
+                    } else if !delivers(prev, f, n, lid) {
+                        c.had_to += 1;
+                        displaced.push(((n, lid), orig.unwrap_or(was)));
+                    } else if let Some(o) = orig {
+                        displaced.push(((n, lid), o));
+                    }
+                }
+            }
+            at += a.len().max(1);
+        }
+    }
+    // Remembered entries that did not move stay remembered.
+    for &((pn, lid), orig) in prev.displaced.iter() {
+        let Some(&(n, t)) = new_of.get(&pn) else {
+            continue;
+        };
+        let now = t.get(usize::from(lid)).copied();
+        let was = prev.lft(pn).and_then(|o| o.get(usize::from(lid)));
+        if now == was && now != Some(orig) {
+            displaced.push(((n, lid), orig));
+        }
+    }
+    displaced.sort_unstable_by_key(|&(k, _)| k);
+    displaced.dedup_by_key(|e| e.0);
+    (c, displaced)
 }
 
 struct Routed {
@@ -386,10 +505,13 @@ fn route(
                 .iter()
                 .map(|&n| pl.fabric.node(n).guid)
                 .collect();
-            Arc::new(sm_routing::PreviousTables::from_tables(
-                guids,
-                pl.lfts.clone(),
-            ))
+            let wanted = pl
+                .displaced
+                .iter()
+                .map(|&((n, lid), port)| (pl.fabric.node(n).guid, lid, port));
+            Arc::new(
+                sm_routing::PreviousTables::from_tables(guids, pl.lfts.clone()).with_wanted(wanted),
+            )
         });
     }
     let chain = match sm_routing::route_chain(&p.routing, &topo, &opts) {
@@ -755,6 +877,7 @@ pub(super) fn repair(
         sl,
         displaced: Arc::new(displaced),
         sl_displaced,
+        churn: Churn::default(),
         switches: prev.switches.clone(),
         sw_of: prev.sw_of.clone(),
         max_lid: prev.max_lid,
@@ -890,6 +1013,29 @@ fn rerouted(
         lfts.push(LftTable::from(table));
     }
     moved.sort_by_key(|m| (m.lid, m.switch));
+    // What had to move whatever the engine: entries whose port no longer leads to a
+    // switch or to the LID's own port (its link went down, or what was behind it).
+    let forced = |m: &Moved| {
+        m.old != lft::NO_ROUTE.0
+            && m.old != 0
+            && fabric
+                .port_of(m.switch, m.old)
+                .and_then(|q| fabric.port(q).remote)
+                .is_none_or(|r| d.absent.contains(&fabric.port(r).node))
+    };
+    let moved_min = moved.iter().filter(|m| forced(m)).count() as u64;
+    // Those, and the ones displaced before, go back when their port works again.
+    let was_displaced = |m: &Moved| {
+        prev.displaced
+            .binary_search_by_key(&(m.switch, m.lid.0), |e| e.0)
+            .is_ok()
+    };
+    let remembered: Vec<Moved> = moved
+        .iter()
+        .filter(|m| forced(m) || was_displaced(m))
+        .cloned()
+        .collect();
+    let displaced = displace(&prev.displaced, &remembered);
     let mut settings = settings_for(prev, d, &fabric, ports, p);
     let vls = routed.routes.sl.as_ref().map(|t| t.max() + 1);
     let (tables, table_vls) = tables_for_vls(prev, d, &fabric, &mut settings, p, vls);
@@ -898,8 +1044,9 @@ fn rerouted(
         engine: routed.routes.engine,
         rule: routed.routes.rule,
         sl: routed.routes.sl,
-        displaced: Arc::default(),
+        displaced: Arc::new(displaced),
         sl_displaced: Arc::default(),
+        churn: Churn::default(),
         switches: routed.switches,
         sw_of: routed.sw_of,
         max_lid: prev.max_lid.max(routed.max_lid),
@@ -916,19 +1063,6 @@ fn rerouted(
         deps: Arc::default(),
         fabric,
     };
-    // What had to move whatever the engine: entries whose port no longer leads to a
-    // switch or to the LID's own port (its link went down, or what was behind it).
-    let moved_min = moved
-        .iter()
-        .filter(|m| {
-            let f = &plan.fabric;
-            m.old != lft::NO_ROUTE.0
-                && m.old != 0
-                && f.port_of(m.switch, m.old)
-                    .and_then(|q| f.port(q).remote)
-                    .is_none_or(|r| d.absent.contains(&f.port(r).node))
-        })
-        .count() as u64;
     Ok((
         plan,
         Repaired {
