@@ -1,33 +1,84 @@
-//! The dumps `ibsm run` writes after every heavy sweep: which ones (`[dump] write`), where
-//! (`--dump-dir`, else `[dump] dir`), and each file only when its text changed, so an idle
-//! subnet does not rewrite the same files every sweep.
+//! The dumps `ibsm run` writes after every sweep and repair that changed them: which ones
+//! (`[dump] write`), where (`--dump-dir`, else `[dump] dir`), and each file only when its
+//! text changed, so an idle subnet does not rewrite the same files every sweep.
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{DefaultHasher, Hasher};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use anyhow::Context;
 use sm_core::config::{DumpConfig, DumpKind};
 use sm_core::dump::{OpensmLftWriter, SubnetLstOptions, write_subnet_lst};
-use sm_core::fabric::NodeIdx;
+use sm_core::fabric::{NodeIdx, PortIdx};
 use sm_core::partitions::write_pkey_tables;
 use sm_core::topo::{WriteOptions, write_ibnetdiscover};
-use sm_daemon::core::{Plan, Sm};
+use sm_daemon::core::{Discovered, Plan, Sm};
 use sm_mad::Lid;
 
 /// What `--dump-dir` writes when the configuration lists no dumps (what it always wrote).
 const DEFAULT_KINDS: [DumpKind; 2] = [DumpKind::Lfts, DumpKind::SubnetLst];
 
-/// The dumps of one run, and what each file held when it was last written.
-#[derive(Debug)]
+/// What the dumps are made from, taken from the SM when they are asked for: the SM goes
+/// on while they are written.
+struct Job {
+    plan: Arc<Plan>,
+    /// The model: the ports' states as the SM last set or read them.
+    model: Option<Arc<Discovered>>,
+    /// Nodes cut off since the last heavy sweep: not part of the subnet.
+    absent: BTreeSet<NodeIdx>,
+    sm_lid: Lid,
+    guid2lid: String,
+    force: bool,
+}
+
+impl Job {
+    fn of(sm: &Sm, force: bool) -> Option<Job> {
+        let (plan, model) = sm.snapshot()?;
+        Some(Job {
+            plan,
+            absent: model.as_ref().map(|m| m.absent.clone()).unwrap_or_default(),
+            model,
+            sm_lid: sm.own_lid(),
+            guid2lid: sm.lid_store().to_guid2lid(),
+            force,
+        })
+    }
+}
+
+/// The dumps of one run. A write the SM need not wait for goes to a thread of its own: at
+/// tens of thousands of hosts the tables' text takes seconds, and the SM keeps repairing
+/// meanwhile. Only the newest snapshot asked for is written.
 pub(crate) struct Dumps {
-    dir: PathBuf,
-    kinds: Vec<DumpKind>,
-    /// Length and hash of each file's text as last written.
-    written: HashMap<&'static str, (usize, u64)>,
-    made_from: Option<MadeFrom>,
+    files: Arc<Mutex<Files>>,
+    queue: Arc<Queue>,
+    worker: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: Mutex<Pending>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    job: Option<Job>,
+    busy: bool,
+    quit: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl std::fmt::Debug for Dumps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dumps")
+            .field("dir", &lock(&self.files).dir)
+            .finish()
+    }
 }
 
 impl Dumps {
@@ -50,14 +101,116 @@ impl Dumps {
                 kinds.push(*k);
             }
         }
-        Some(Dumps {
+        let files = Files {
             dir,
             kinds,
             written: HashMap::new(),
             made_from: None,
+        };
+        Some(Dumps {
+            files: Arc::new(Mutex::new(files)),
+            queue: Arc::default(),
+            worker: None,
         })
     }
 
+    /// Writes now, after any write under way: the files whose text changed since they were
+    /// last written (every file with `force`); returns the names written.
+    pub(crate) fn write(&mut self, sm: &Sm, force: bool) -> anyhow::Result<Vec<&'static str>> {
+        self.flush();
+        let Some(job) = Job::of(sm, force) else {
+            return Ok(Vec::new());
+        };
+        lock(&self.files).write(&job)
+    }
+
+    /// Writes on the dumps' thread; a failure is logged there. A snapshot still waiting
+    /// when a newer one comes is dropped for it.
+    pub(crate) fn write_later(&mut self, sm: &Sm, force: bool) {
+        let Some(mut job) = Job::of(sm, force) else {
+            return;
+        };
+        {
+            let mut p = lock(&self.queue.pending);
+            if let Some(old) = p.job.take() {
+                job.force |= old.force;
+            }
+            p.job = Some(job);
+        }
+        self.queue.changed.notify_all();
+        if self.worker.is_none() {
+            let (files, queue) = (Arc::clone(&self.files), Arc::clone(&self.queue));
+            let spawned = std::thread::Builder::new()
+                .name("ibsm-dumps".into())
+                .spawn(move || work(&files, &queue));
+            match spawned {
+                Ok(h) => self.worker = Some(h),
+                Err(e) => tracing::error!("dumps not written: no thread for them: {e}"),
+            }
+        }
+    }
+
+    /// Waits for the write under way and the one waiting, if any.
+    pub(crate) fn flush(&self) {
+        if self.worker.is_none() {
+            return;
+        }
+        let mut p = lock(&self.queue.pending);
+        while p.job.is_some() || p.busy {
+            p = self
+                .queue
+                .changed
+                .wait(p)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for Dumps {
+    fn drop(&mut self) {
+        lock(&self.queue.pending).quit = true;
+        self.queue.changed.notify_all();
+        if let Some(h) = self.worker.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The dumps' thread: the newest job, one at a time, until the run ends.
+fn work(files: &Mutex<Files>, queue: &Queue) {
+    loop {
+        let job = {
+            let mut p = lock(&queue.pending);
+            loop {
+                if let Some(j) = p.job.take() {
+                    p.busy = true;
+                    break j;
+                }
+                if p.quit {
+                    return;
+                }
+                p = queue.changed.wait(p).unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        if let Err(e) = lock(files).write(&job) {
+            tracing::error!("{e:#}");
+        }
+        lock(&queue.pending).busy = false;
+        queue.changed.notify_all();
+    }
+}
+
+/// The files of the dumps, and what each held when it was last written.
+#[derive(Debug)]
+struct Files {
+    dir: PathBuf,
+    kinds: Vec<DumpKind>,
+    /// Length and hash of each file's text as last written.
+    written: HashMap<&'static str, (usize, u64)>,
+    made_from: Option<MadeFrom>,
+}
+
+impl Files {
     /// Writes the files whose text changed since they were last written (every file with
     /// `force`); returns the names written.
     ///
@@ -65,27 +218,22 @@ impl Dumps {
     /// memory: the tables of a large subnet run to gigabytes of text. A plan already
     /// dumped, with the same nodes cut off and the same SM LID, makes the same files, so
     /// they are not made again (only the LID store, which changes without a plan).
-    pub(crate) fn write(&mut self, sm: &Sm, force: bool) -> anyhow::Result<Vec<&'static str>> {
-        let Some((plan, model)) = sm.snapshot() else {
-            return Ok(Vec::new());
-        };
-        // Nodes cut off since the last heavy sweep are not part of the subnet.
-        let absent: BTreeSet<NodeIdx> = model.map(|m| m.absent.clone()).unwrap_or_default();
+    fn write(&mut self, job: &Job) -> anyhow::Result<Vec<&'static str>> {
+        let (plan, absent, force) = (&job.plan, &job.absent, job.force);
         let made_from = MadeFrom {
-            plan: Arc::downgrade(&plan),
+            plan: Arc::downgrade(plan),
             absent: absent.clone(),
-            sm_lid: sm.own_lid(),
+            sm_lid: job.sm_lid,
         };
         let same = !force && self.made_from.as_ref().is_some_and(|m| m.same(&made_from));
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
         let mut names = Vec::new();
         if !same {
-            self.write_plan(sm, &plan, &absent, force, &mut names)?;
+            self.write_plan(job, &mut names)?;
         }
-        let guid2lid = sm.lid_store().to_guid2lid();
         self.emit("guid2lid", force, &mut names, |w| {
-            w.write_all(guid2lid.as_bytes())
+            w.write_all(job.guid2lid.as_bytes())
         })?;
         self.made_from = Some(made_from);
         if !names.is_empty() {
@@ -95,14 +243,8 @@ impl Dumps {
     }
 
     /// The dumps made from the plan.
-    fn write_plan(
-        &mut self,
-        sm: &Sm,
-        plan: &Plan,
-        absent: &BTreeSet<NodeIdx>,
-        force: bool,
-        names: &mut Vec<&'static str>,
-    ) -> anyhow::Result<()> {
+    fn write_plan(&mut self, job: &Job, names: &mut Vec<&'static str>) -> anyhow::Result<()> {
+        let (plan, absent, force) = (&*job.plan, &job.absent, job.force);
         let present = |n| !absent.contains(&n);
         let kept;
         let f = if absent.is_empty() {
@@ -142,10 +284,26 @@ impl Dumps {
                 }
                 DumpKind::SubnetLst => {
                     let opts = SubnetLstOptions {
-                        sm_lid: Some(sm.own_lid()),
+                        sm_lid: Some(job.sm_lid),
                     };
+                    // The states the ports hold now (ACTIVE once programmed), not those
+                    // discovery found.
+                    let mut live = f.clone();
+                    if let Some(m) = &job.model {
+                        let pf = &plan.fabric;
+                        for i in 0..live.ports().len() {
+                            let q = PortIdx(i as u32);
+                            let (node, num) = (live.port(q).node, live.port(q).num);
+                            let at = pf
+                                .node_by_guid(live.node(node).guid)
+                                .and_then(|n| pf.port_of(n, num));
+                            if let Some(pi) = at.and_then(|a| m.port_info(a)) {
+                                live.port_mut(q).state = pi.port_state;
+                            }
+                        }
+                    }
                     self.emit("opensm-subnet.lst", force, names, |w| {
-                        write_subnet_lst(f, opts, w)
+                        write_subnet_lst(&live, opts, w)
                     })?;
                 }
                 DumpKind::Topology => {
@@ -325,13 +483,10 @@ mod tests {
         assert_eq!(dumps.write(&d.sm, false).unwrap(), all);
         let pkeys = std::fs::read_to_string(dir.join("ibsm-pkeys.dump")).unwrap();
         assert!(pkeys.contains(" 0xffff"), "{pkeys}");
+        // The links as the SM left them (ACTIVE), not as discovery found them (INIT).
+        let links = std::fs::read_to_string(dir.join("opensm-subnet.lst")).unwrap();
+        assert!(links.lines().all(|l| l.contains("LOG=ACT")), "{links}");
 
-        // The next sweep finds the ports ACTIVE (the first one saw them in INIT): only the
-        // link list changes.
-        let now = d.now();
-        d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(now), true);
-        heavy_sweep(&mut d);
-        assert_eq!(dumps.write(&d.sm, false).unwrap(), ["opensm-subnet.lst"]);
         // A heavy sweep that finds the same subnet: nothing is rewritten (a file changed
         // behind our back stays as it is).
         std::fs::write(dir.join("opensm-lfts.dump"), "edited").unwrap();
@@ -381,23 +536,67 @@ mod tests {
     fn dump_dir_alone_writes_the_tables_and_the_link_list() {
         let cfg = DumpConfig::default();
         assert!(Dumps::new(None, &cfg).is_none());
+        let of = |d: Dumps| {
+            let f = lock(&d.files);
+            (f.dir.clone(), f.kinds.clone())
+        };
         let d = Dumps::new(Some(Path::new("/tmp/x")), &cfg).unwrap();
-        assert_eq!(d.kinds, DEFAULT_KINDS);
-        assert_eq!(&*d.dir, Path::new("/tmp/x"));
+        assert_eq!(of(d), (PathBuf::from("/tmp/x"), DEFAULT_KINDS.to_vec()));
         let listed = DumpConfig {
             write: vec![DumpKind::Pkeys],
             ..DumpConfig::default()
         };
         let d = Dumps::new(None, &listed).unwrap();
         assert_eq!(
-            (&*d.dir, &d.kinds[..]),
-            (Path::new("/var/log/ibsm"), &[DumpKind::Pkeys][..])
+            of(d),
+            (PathBuf::from("/var/log/ibsm"), vec![DumpKind::Pkeys])
         );
         // --dump-dir overrides [dump] dir, not the list.
         let d = Dumps::new(Some(Path::new("/tmp/y")), &listed).unwrap();
-        assert_eq!(
-            (&*d.dir, &d.kinds[..]),
-            (Path::new("/tmp/y"), &[DumpKind::Pkeys][..])
+        assert_eq!(of(d), (PathBuf::from("/tmp/y"), vec![DumpKind::Pkeys]));
+    }
+
+    /// Written beside the SM: the files appear once the write under way is waited for,
+    /// and hold the newest snapshot asked for.
+    #[test]
+    fn dumps_written_later_hold_the_newest_snapshot() {
+        let fabric = generate(&GenSpec::FatTree2(FatTree2::new(4))).unwrap();
+        let sm_port = fabric
+            .cas()
+            .flat_map(|n| fabric.node_ports(n))
+            .find(|p| fabric.port(*p).remote.is_some())
+            .unwrap();
+        let mut d = SimDriver::new(
+            &fabric,
+            sm_port,
+            Params::default(),
+            LidStore::new(),
+            sm_sim::SimConfig::default(),
         );
+        let dir = scratch("later");
+        let mut dumps = Dumps::new(Some(&dir), &DumpConfig::default()).unwrap();
+        d.start();
+        heavy_sweep(&mut d);
+        dumps.write_later(&d.sm, false);
+        dumps.flush();
+        let other = fabric
+            .cas()
+            .filter(|&n| n != fabric.port(sm_port).node)
+            .flat_map(|n| fabric.node_ports(n))
+            .find(|p| fabric.port(*p).remote.is_some())
+            .unwrap();
+        let guid = format!("{:016x}", fabric.port(other).guid.0);
+        let links = std::fs::read_to_string(dir.join("opensm-subnet.lst")).unwrap();
+        assert!(links.contains(&guid), "{guid} not in\n{links}");
+        // A host gone, and its repair: the tables change again.
+        d.sim.link_down(other);
+        heavy_sweep(&mut d);
+        dumps.write_later(&d.sm, false);
+        dumps.flush();
+        let links = std::fs::read_to_string(dir.join("opensm-subnet.lst")).unwrap();
+        assert!(!links.contains(&guid), "the host's link is still listed");
+        assert!(dir.join("opensm-lfts.dump").exists());
+        drop(dumps);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -33,8 +33,9 @@ const EXAMPLE_NAME: &str = "@example";
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Signals, without --once: SIGINT and SIGTERM stop the SM (LIDs and dumps saved), SIGUSR1
-writes every dump at once, SIGHUP is logged and ignored (configuration reload is not built
-yet; it never stops the SM).")]
+writes every dump at once, SIGHUP reads --config again (with the same flags over it): what
+can change at once applies at the next sweep, keys that need a restart are named in the log,
+and a file that does not read leaves the running configuration as it is.")]
 pub(crate) struct Args {
     /// Run against the in-process simulated fabric built from TOPO (ibnetdiscover or ibsim
     /// net file); without TOPO, the bundled example fabric.
@@ -86,8 +87,8 @@ pub(crate) struct Args {
     /// Default: the configuration's state_dir when --config is given, else nowhere.
     #[arg(long)]
     state_dir: Option<PathBuf>,
-    /// Write the dumps here (overriding the configuration's [dump] dir) after every heavy
-    /// sweep that changed them, and all of them whenever the daemon gets SIGUSR1: those
+    /// Write the dumps here (overriding the configuration's [dump] dir) after every sweep
+    /// and repair that changed them, and all of them whenever the daemon gets SIGUSR1: those
     /// [dump] write lists, else `opensm-lfts.dump` and `opensm-subnet.lst`; with them
     /// `guid2lid` and, with adaptive routing, `ibsm-ar-hints.dump`.
     #[arg(long)]
@@ -640,13 +641,12 @@ fn write_dumps(dumps: &mut Option<Dumps>, sm: &Sm) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// While serving: the dumps that changed (all with `force`). A dump that cannot be written
-/// is logged, and the SM keeps the subnet running.
+/// While serving: the dumps that changed (all with `force`), written beside the SM (it
+/// goes on repairing). A dump that cannot be written is logged, and the SM keeps the
+/// subnet running.
 fn write_dumps_serving(dumps: &mut Option<Dumps>, sm: &Sm, force: bool) {
     if let Some(d) = dumps {
-        if let Err(e) = d.write(sm, force) {
-            tracing::error!("{e:#}");
-        }
+        d.write_later(sm, force);
     }
 }
 
@@ -1283,7 +1283,12 @@ fn replay(
             Event::HealthChanged => save_unhealthy(args, &driver.sm),
             Event::KeysChanged => save_keys(args, &driver.sm),
             Event::SweepDone(r) => {
-                write_dumps(dumps, &driver.sm)?;
+                if reports.is_empty() {
+                    // A directory that cannot be written is found at the start.
+                    write_dumps(dumps, &driver.sm)?;
+                } else {
+                    write_dumps_serving(dumps, &driver.sm, false);
+                }
                 let wall_ms = wall.elapsed().as_secs_f64() * 1e3;
                 let mut rep = Report::new(&r, driver.sm.own_lid().0, wall_ms);
                 rep.bad_m_key_traps = driver.sm.bad_m_key_traps();
