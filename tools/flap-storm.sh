@@ -59,7 +59,8 @@ PY
 
 run() {
     "$IBSM" run --sim "$net" --routing "$engine" --run-for 32s $check --report json \
-        "${config[@]}" --dump-dir "$scratch/$1" "${@:2}" 2>"$scratch/$1.log" > "$scratch/$1.json" \
+        "${config[@]}" --state-dir "$scratch/$1.state" --dump-dir "$scratch/$1" "${@:2}" \
+        2>"$scratch/$1.log" > "$scratch/$1.json" \
         || { tail -3 "$scratch/$1.log" >&2; exit 1; }
 }
 run calm

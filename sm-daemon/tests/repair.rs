@@ -353,6 +353,43 @@ fn a_flap_storm_ends_valid_with_lids_kept_and_untouched_routes_never_moved() {
     assert_eq!(d.sm.lid_store(), &lids, "LIDs changed");
 }
 
+/// A link that comes back while its loss is being repaired, from switches whose further
+/// traps are not acted on (muted): the light sweep finds the return by PortStateChange.
+/// The repair clears that bit before it reads the ports; cleared after them, it wiped out
+/// a return that fell between, and the routes stayed on their detour for good.
+#[test]
+fn a_link_back_during_its_repair_is_found_though_its_traps_are_muted() {
+    let f = fat_tree();
+    let a = link(&f, "spine 1 pod 1", "core");
+    let mut stuck = Vec::new();
+    for k in 0..80u64 {
+        let mut params = Params {
+            routing: "minhop".into(),
+            sweep_interval: std::time::Duration::from_secs(1),
+            ..Params::default()
+        };
+        // One trap per switch is acted on; the next ones are muted.
+        params.health.link_flaps = 0;
+        params.health.trap_burst = 1;
+        params.health.trap_rate = 0.001;
+        let (mut d, _) = up_with(&f, params);
+        let original = tables(&d, &f);
+        d.sim.apply_fault(Fault::LinkDown(a)).unwrap();
+        // Back 2 ms (the traps gathered) plus 0 to 20 us later: during the repair, which
+        // takes a few microseconds here.
+        let back = d.now() + 2 * MS + k * 250;
+        d.sim.schedule_fault(back, Fault::LinkUp(a)).unwrap();
+        run_watching(&mut d, 1_500 * MS, |_| {});
+        if tables(&d, &f) != original {
+            stuck.push(k * 250);
+        }
+    }
+    assert!(
+        stuck.is_empty(),
+        "routes left on their detour when the link came back 2 ms + {stuck:?} ns after it went"
+    );
+}
+
 #[test]
 fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine() {
     use sm_core::generate::Dragonfly;

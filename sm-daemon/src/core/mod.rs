@@ -291,6 +291,11 @@ pub(crate) enum Purpose {
     RepairSwitchInfo {
         node: NodeIdx,
     },
+    /// A trapper's PortStateChange cleared before its ports are read: a change after the
+    /// read sets it again, for the light sweep to find when the trap is not acted on.
+    RepairClearPsc {
+        node: NodeIdx,
+    },
     /// A directed-route Get across several of a lone switch's likely links and back to it
     /// (the repair's probe number `probe`): its answer shows them all up.
     RepairProbe {
@@ -430,6 +435,10 @@ const SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
 /// Repairs in a row with unanswered questions before a heavy sweep takes over.
 const MAX_REPAIR_RETRIES: u32 = 5;
 
+/// Sweeps in a row that may leave ports short of ACTIVE to a repair (their links changed
+/// while they were programmed) before that fails the sweep.
+const MAX_DEFERRALS: u32 = 2;
+
 /// The subnet manager.
 #[derive(Debug)]
 pub struct Sm {
@@ -460,6 +469,8 @@ pub struct Sm {
     trap_watch: Option<u64>,
     /// Repairs in a row that left questions unanswered.
     repair_retries: u32,
+    /// Sweeps in a row that left ports short of ACTIVE to a repair.
+    deferrals: u32,
     /// What the next repair was asked for by, when not traps.
     repair_cause: Option<&'static str>,
     /// End ports (by GUID) that were asked for a client reregistration and took it, since
@@ -507,6 +518,7 @@ impl Sm {
             trap_lids: std::collections::BTreeSet::new(),
             trap_watch: None,
             repair_retries: 0,
+            deferrals: 0,
             repair_cause: None,
             trigger: Some("start".into()),
             up: false,
@@ -954,7 +966,9 @@ impl Sm {
                         self.mkeys
                             .holder(KeyHolder::Behind(f.node(p.node).guid, p.num))
                     }
-                    (Purpose::RepairSwitchInfo { node }, _) => Some(f.node(*node).guid),
+                    (Purpose::RepairSwitchInfo { node } | Purpose::RepairClearPsc { node }, _) => {
+                        Some(f.node(*node).guid)
+                    }
                     (Purpose::RepairPortInfo { port: p }, _) | (_, Target::Port(p)) => {
                         Some(f.port(*p).guid)
                     }
@@ -1506,15 +1520,7 @@ impl Sm {
             return self.finish(now);
         };
         if stage == Stage::Active && next.stage == Stage::Mcast && !passes_left {
-            // Answering ports that still do not hold what they should, after every pass.
-            for u in unsettled {
-                self.sweep.report.errors.push(format!(
-                    "{} port {:?}: {}",
-                    u.guid,
-                    u.port.unwrap_or(0),
-                    u.what
-                ));
-            }
+            self.settle_later(unsettled);
         }
         let stage = next.stage;
         let heavy = next.scope.is_none();
@@ -1531,6 +1537,51 @@ impl Sm {
                 self.mcast.remember_tops(m);
             }
             self.sync_mcast(now, trees);
+        }
+    }
+
+    /// Answering ports that still do not hold what they should, after every pass. On a
+    /// subnet that is up, a port short of ACTIVE has most likely had its link go or train
+    /// again while it was programmed (a flapping link): its switch is looked at by a
+    /// repair, as if it had trapped, rather than the sweep failing and a heavy sweep
+    /// following. A few sweeps in a row at most; then, or on a subnet not up yet, such
+    /// ports fail the sweep.
+    fn settle_later(&mut self, unsettled: Vec<Missing>) {
+        let defer = self.up && self.deferrals < MAX_DEFERRALS;
+        let mut deferred = 0;
+        for u in unsettled {
+            let lid = match (&self.model, &self.plan) {
+                (Some(m), Some(plan)) if defer && u.what.starts_with("not ACTIVE") => {
+                    switch_lid(m, plan, u.guid, u.port.unwrap_or(0))
+                }
+                _ => None,
+            };
+            match lid {
+                Some(lid) => {
+                    if self.trap_lids.is_empty() {
+                        self.trap_watch = self.p.stopwatch.map(|f| f());
+                    }
+                    self.trap_lids.insert(lid);
+                    self.repair_cause = Some("ports not ACTIVE after programming");
+                    deferred += 1;
+                }
+                None => self.sweep.report.errors.push(format!(
+                    "{} port {:?}: {}",
+                    u.guid,
+                    u.port.unwrap_or(0),
+                    u.what
+                )),
+            }
+        }
+        if deferred > 0 {
+            self.deferrals += 1;
+            tracing::info!(
+                sweep = self.sweep.n,
+                ports = deferred,
+                "ports not ACTIVE after programming (links changed meanwhile?): a repair looks again"
+            );
+        } else {
+            self.deferrals = 0;
         }
     }
 
@@ -1694,6 +1745,7 @@ impl Sm {
                 Purpose::RepairPortInfo { .. }
                     | Purpose::RepairNodeInfo { .. }
                     | Purpose::RepairSwitchInfo { .. }
+                    | Purpose::RepairClearPsc { .. }
                     | Purpose::RepairProbe { .. }
             ) {
                 return r.on_lost(m, &w);
@@ -1820,6 +1872,7 @@ impl Sm {
             Purpose::RepairPortInfo { .. }
             | Purpose::RepairNodeInfo { .. }
             | Purpose::RepairSwitchInfo { .. }
+            | Purpose::RepairClearPsc { .. }
             | Purpose::RepairProbe { .. } => {
                 if let (Phase::Repair(r), Some(m)) = (&mut self.phase, &self.model) {
                     r.on_answer(m, purpose, s);
@@ -1842,6 +1895,9 @@ impl Sm {
                             }
                             Purpose::RepairProbe { .. } => {
                                 matches!(w.key, mkeys::KeyHolder::Guid(g) if doomed.iter().any(|&n| f.node(n).guid == g))
+                            }
+                            Purpose::RepairClearPsc { node } => {
+                                doomed.contains(&node) && matches!(w.to, Target::Path(_))
                             }
                             _ => false,
                         });
@@ -2219,19 +2275,6 @@ impl Sm {
             self.held.forget_switch(guid);
             self.mcast.forget(guid);
         }
-        // The switches that trapped hold PortStateChange: their SwitchInfo Set clears it
-        // (one cut off meanwhile gets it when it is back).
-        let present: Vec<NodeIdx> = r
-            .trapped
-            .iter()
-            .copied()
-            .filter(|&n| m.present(n))
-            .collect();
-        for n in present {
-            if let Some(si) = m.nodes[n].switch_info.as_mut() {
-                si.port_state_change = true;
-            }
-        }
         let repaired = if changes.is_empty() {
             Ok(((*prev).clone(), plan::Repaired::default()))
         } else {
@@ -2571,6 +2614,20 @@ pub(crate) mod dest {
     pub(crate) fn probe(g: Guid, n: usize) -> DestKey {
         (g.0.rotate_left(24) ^ n as u64) & !(3 << 62) | 1 << 61
     }
+}
+
+/// The LID of the switch port `num` of node `guid` is on (its own, or the one across
+/// from a host's port).
+fn switch_lid(m: &Discovered, plan: &Plan, guid: Guid, num: u8) -> Option<Lid> {
+    let f = &m.fabric;
+    let n = f.node_by_guid(guid)?;
+    let s = if m.is_switch(n) {
+        n
+    } else {
+        f.port(f.port(f.port_of(n, num)?).remote?).node
+    };
+    let p0 = plan.fabric.port_of(s, 0)?;
+    Some(plan.fabric.port(p0).lid).filter(|l| l.0 != 0)
 }
 
 /// The end of the link `q`-`r` to switch off, and the other: the switch end, since a host

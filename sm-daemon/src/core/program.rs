@@ -471,8 +471,8 @@ pub(super) fn switch_info(c: &Ctx<'_>, node: NodeIdx) -> Option<[u8; 64]> {
     }
     si.linear_fdb_top = max_lid;
     si.life_time_value = c.p.switch_life_time;
-    // Writing 1 clears the bit the light sweep polls.
-    si.port_state_change = true;
+    // PortStateChange as read: 1 (seen set) clears it, 0 leaves a change since for the
+    // light sweep.
     emit_data(&si)
 }
 

@@ -233,6 +233,28 @@ impl Repair {
                 r.back.insert(s, path);
             }
         }
+        // PortStateChange is cleared before anything is read: a change after the reads
+        // sets it again (a Set sent first reaches the switch first along the same way).
+        for &s in &r.trapped {
+            let (Some(p0), Some(mut si)) = (f.port_of(s, 0), m.nodes[s].switch_info) else {
+                continue;
+            };
+            si.port_state_change = true;
+            let Some(data) = super::plan::emit_data(&si) else {
+                continue;
+            };
+            let guid = m.fabric.node(s).guid;
+            r.queue.push_back(Work {
+                dest: Some(dest::node(guid)),
+                ..Work::set(
+                    Purpose::RepairClearPsc { node: s },
+                    attr::SWITCH_INFO,
+                    0,
+                    r.target(m, p0),
+                    data,
+                )
+            });
+        }
         let (now, lone) = r.candidates(m, plan);
         for port in now {
             let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
@@ -561,6 +583,8 @@ impl Repair {
                 self.unanswered.push(port);
             }
             Purpose::RepairProbe { probe } => self.probe_done(m, probe, false),
+            // Left set: the light sweep looks again.
+            Purpose::RepairClearPsc { .. } => {}
             _ => {
                 self.failed
                     .get_or_insert_with(|| format!("the repair's {:?} went unanswered", w.purpose));
@@ -577,6 +601,9 @@ impl Repair {
                 && s.attribute::<node_info::Repr>()
                     .is_ok_and(|ni| Some(ni.node_guid) == home);
             return self.probe_done(m, probe, passed);
+        }
+        if let Purpose::RepairClearPsc { .. } = purpose {
+            return;
         }
         if s.status != MadStatus::OK {
             self.failed
