@@ -435,8 +435,8 @@ const SM_SUPPORTS_EXTENDED_SPEEDS: u32 = 1 << 31;
 /// Repairs in a row with unanswered questions before a heavy sweep takes over.
 const MAX_REPAIR_RETRIES: u32 = 5;
 
-/// Sweeps in a row that may leave ports short of ACTIVE to a repair (their links changed
-/// while they were programmed) before that fails the sweep.
+/// Sweeps in a row that may leave ports short of ACTIVE, their links up, to a repair (the
+/// links trained again while programmed) before that fails the sweep.
 const MAX_DEFERRALS: u32 = 2;
 
 /// The subnet manager.
@@ -1544,15 +1544,29 @@ impl Sm {
     /// subnet that is up, a port short of ACTIVE has most likely had its link go or train
     /// again while it was programmed (a flapping link): its switch is looked at by a
     /// repair, as if it had trapped, rather than the sweep failing and a heavy sweep
-    /// following. A few sweeps in a row at most; then, or on a subnet not up yet, such
-    /// ports fail the sweep.
+    /// following. A port read Down always is; one whose link is up a few sweeps in a row
+    /// at most (it may be stuck). Then, or on a subnet not up yet, such ports fail the
+    /// sweep.
     fn settle_later(&mut self, unsettled: Vec<Missing>) {
         let defer = self.up && self.deferrals < MAX_DEFERRALS;
         let mut deferred = 0;
+        let mut capped = 0;
         for u in unsettled {
             let lid = match (&self.model, &self.plan) {
-                (Some(m), Some(plan)) if defer && u.what.starts_with("not ACTIVE") => {
-                    switch_lid(m, plan, u.guid, u.port.unwrap_or(0))
+                (Some(m), Some(plan)) if self.up && u.what.starts_with("not ACTIVE") => {
+                    // A port read Down lost its link: a change the repair applies, never a
+                    // port stuck short of ACTIVE, so it is not counted against the cap.
+                    let num = u.port.unwrap_or(0);
+                    let down = m
+                        .fabric
+                        .node_by_guid(u.guid)
+                        .and_then(|n| m.fabric.port_of(n, num))
+                        .and_then(|q| m.port_info(q))
+                        .is_some_and(|pi| pi.port_state == PortState::Down);
+                    capped += usize::from(!down && defer);
+                    (down || defer)
+                        .then(|| switch_lid(m, plan, u.guid, num))
+                        .flatten()
                 }
                 _ => None,
             };
@@ -1573,15 +1587,17 @@ impl Sm {
                 )),
             }
         }
-        if deferred > 0 {
+        if capped > 0 {
             self.deferrals += 1;
+        } else {
+            self.deferrals = 0;
+        }
+        if deferred > 0 {
             tracing::info!(
                 sweep = self.sweep.n,
                 ports = deferred,
                 "ports not ACTIVE after programming (links changed meanwhile?): a repair looks again"
             );
-        } else {
-            self.deferrals = 0;
         }
     }
 

@@ -265,13 +265,13 @@ pub fn plan(
 
     let t0 = p.stopwatch.map(|f| f());
     let routed = route(d, &fabric, p, previous)?;
-    let (churn, displaced) = match previous {
-        Some(pl) => churn(pl, &fabric, &routed.switches, &routed.routes.lft),
-        None => Default::default(),
-    };
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
+    };
+    let (churn, displaced) = match previous {
+        Some(pl) => churn(pl, &fabric, &routed.switches, &routed.routes.lft),
+        None => Default::default(),
     };
 
     let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
