@@ -37,22 +37,17 @@ if [[ -z ${HEALTH:-} ]]; then
     config=(--config "$scratch/ibsm.toml")
 fi
 
-python3 - "$net" "$n" "$seed" "$match" > "$scratch/storm.scn" <<'PY'
-import random, re, sys
-net, n, seed, match = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-links, cur, switch = [], None, False
-for line in open(net):
-    m = re.match(r'(Switch|Ca)\s+\d+\s+"[^"]+"\s*#\s*"([^"]+)"', line)
-    if m:
-        switch, cur = m.group(1) == 'Switch', m.group(2)
-        continue
-    m = re.match(r'\[(\d+)\][^"]*"S-[0-9a-fA-F]+"\[\d+\]', line)
-    if m and switch and not (match and not re.search(match, cur)):
-        links.append((cur, int(m.group(1))))
-if len(links) < n:
-    sys.exit(f"{net}: only {len(links)} such links")
+python3 - "$here/tools/lib" "$net" "$n" "$seed" "$match" > "$scratch/storm.scn" <<'PY'
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from importlib import import_module
+links = import_module("switch-links").links
+net, n, seed, match = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+found = links(net, "sw", match)
+if len(found) < n:
+    sys.exit(f"{net}: only {len(found)} such links")
 random.seed(seed)
-for i, (name, port) in enumerate(random.sample(links, n)):
+for name, port in random.sample(found, n):
     period = random.randint(3, 11)
     start = 20000 + random.randint(0, period - 1)
     print(f'at {start}ms flap "{name}"[{port}] period {period}ms count {200 // period}')

@@ -20,24 +20,17 @@ IBSM=${IBSM:-$here/target/release/ibsm}
 scratch=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] && cp "$scratch/report.json" "$KEEP"; rm -rf "$scratch"' EXIT
 
-python3 - "$net" "$n" "$seed" "$kind" "$match" > "$scratch/links.scn" <<'PY'
-import random, re, sys
-net, n, seed, kind, match = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-links, cur, switch = [], None, False
-for line in open(net):
-    m = re.match(r'(Switch|Ca)\s+\d+\s+"[^"]+"\s*#\s*"([^"]+)"', line)
-    if m:
-        switch, cur = m.group(1) == 'Switch', m.group(2)
-        continue
-    m = re.match(r'\[(\d+)\][^"]*"([SH])-[0-9a-fA-F]+"\[\d+\]', line)
-    if not (m and switch) or (match and not re.search(match, cur)):
-        continue
-    if (m.group(2) == 'S') == (kind == 'sw'):
-        links.append((cur, int(m.group(1))))
-if len(links) < n:
-    sys.exit(f"{net}: only {len(links)} such links")
+python3 - "$here/tools/lib" "$net" "$n" "$seed" "$kind" "$match" > "$scratch/links.scn" <<'PY'
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from importlib import import_module
+links = import_module("switch-links").links
+net, n, seed, kind, match = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+found = links(net, kind, match)
+if len(found) < n:
+    sys.exit(f"{net}: only {len(found)} such links")
 random.seed(seed)
-for i, (name, port) in enumerate(random.sample(links, n)):
+for i, (name, port) in enumerate(random.sample(found, n)):
     print(f'at {20 + i}s link-down "{name}"[{port}]')
     print(f'at {20 + i}.5s link-up "{name}"[{port}]')
 PY

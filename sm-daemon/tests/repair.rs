@@ -390,6 +390,43 @@ fn a_link_back_during_its_repair_is_found_though_its_traps_are_muted() {
     );
 }
 
+/// A link that fails while a light sweep is out: the sweep's Gets that crossed it are
+/// given up when the repair starts, not retried while the repair waits for them.
+#[test]
+fn a_failure_during_a_light_sweep_is_repaired_without_waiting_for_it() {
+    let f = fat_tree();
+    let interval = 10_000 * MS;
+    let a = link(&f, "spine 0 pod 1", "core");
+    let mut waited = Vec::new();
+    for k in 0..20u64 {
+        let params = Params {
+            routing: "minhop".into(),
+            sweep_interval: std::time::Duration::from_nanos(interval),
+            ..Params::default()
+        };
+        let (mut d, _) = up_with(&f, params);
+        // The light sweep starts `interval` after the subnet came up; the link goes 0 to
+        // 19 us after, while its Gets are out.
+        let light = d.now() + interval;
+        d.sim
+            .schedule_fault(light + k * 1_000, Fault::LinkDown(a))
+            .unwrap();
+        let sweeps = run_watching(&mut d, interval + 500 * MS, |_| {});
+        repairs_only(&sweeps, "a link down during a light sweep");
+        if sweeps
+            .iter()
+            .any(|r| r.mads_retried > 0 || r.discovery_ns > MS)
+        {
+            waited.push(k);
+        }
+        all_pairs_delivered(&d, "after the repair");
+    }
+    assert!(
+        waited.is_empty(),
+        "repairs waited for a light sweep's retries: link down {waited:?} us into it"
+    );
+}
+
 #[test]
 fn a_dragonfly_stays_deadlock_free_through_a_flap_storm_under_the_layered_engine() {
     use sm_core::generate::Dragonfly;

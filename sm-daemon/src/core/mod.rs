@@ -2172,6 +2172,16 @@ impl Sm {
 
     /// The gathered traps are due: a repair looks at the switches that sent them.
     fn begin_repair(&mut self, now: Instant) {
+        // A light sweep under way gives way: what it found so far is repaired too, and its
+        // Gets still out are given up (those that crossed the failure would hold the
+        // repair back for all their retries).
+        if let Phase::Light(l) = std::mem::replace(&mut self.phase, Phase::Idle) {
+            self.trap_lids.extend(l.changed);
+            self.queue
+                .retain(|w| !matches!(w.purpose, Purpose::LightSwitchInfo { .. }));
+            self.reqs
+                .abandon(|w| matches!(w.purpose, Purpose::LightSwitchInfo { .. }));
+        }
         let lids = std::mem::take(&mut self.trap_lids);
         // Traps that come during this repair start the next one's clock.
         let trap_watch = self.trap_watch.take();
