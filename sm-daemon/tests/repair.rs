@@ -29,6 +29,13 @@ fn fat_tree() -> Fabric {
     generate(&spec).unwrap()
 }
 
+/// A 3-level fat tree of 24-port switches in two pods: a core has 2 of its ports linked.
+fn two_pods() -> Fabric {
+    let spec: GenSpec =
+        serde_json::from_str(r#"{"family":"fat-tree3","radix":24,"pods":2}"#).unwrap();
+    generate(&spec).unwrap()
+}
+
 fn up(f: &Fabric, routing: &str) -> (SimDriver, SweepReport) {
     up_with(
         f,
@@ -517,9 +524,7 @@ fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
 /// ports, nothing is lost or retried, and the tables end as they began.
 #[test]
 fn a_lone_switchs_likely_links_are_probed_not_each_read() {
-    let spec: GenSpec =
-        serde_json::from_str(r#"{"family":"fat-tree3","radix":24,"pods":2}"#).unwrap();
-    let f = generate(&spec).unwrap();
+    let f = two_pods();
     let mut d = up_quiet(&f);
     let original = tables(&d, &f);
     let sm_port = f
@@ -644,9 +649,7 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
 /// behind the linked ones: read first, they cost one SMP each.
 #[test]
 fn a_lone_cores_unused_ports_are_read_last() {
-    let spec: GenSpec =
-        serde_json::from_str(r#"{"family":"fat-tree3","radix":24,"pods":2}"#).unwrap();
-    let f = generate(&spec).unwrap();
+    let f = two_pods();
     let mut d = up_quiet(&f);
     let is_core = |n: NodeIdx| f.node(n).description.starts_with("core");
     let mut lone_cores = 0;

@@ -436,6 +436,24 @@ mod tests {
         d
     }
 
+    /// A 2-level fat tree of 4-port switches, its SM on the first host.
+    fn small_subnet() -> (sm_core::fabric::Fabric, PortIdx, SimDriver) {
+        let fabric = generate(&GenSpec::FatTree2(FatTree2::new(4))).unwrap();
+        let sm_port = fabric
+            .cas()
+            .flat_map(|n| fabric.node_ports(n))
+            .find(|p| fabric.port(*p).remote.is_some())
+            .unwrap();
+        let d = SimDriver::new(
+            &fabric,
+            sm_port,
+            Params::default(),
+            LidStore::new(),
+            sm_sim::SimConfig::default(),
+        );
+        (fabric, sm_port, d)
+    }
+
     fn heavy_sweep(d: &mut SimDriver) {
         let e = d.run_until(10_000_000_000, |e| matches!(e, Event::SweepDone(_)));
         assert!(matches!(e, Some(Event::SweepDone(r)) if r.subnet_up));
@@ -443,19 +461,7 @@ mod tests {
 
     #[test]
     fn only_changed_dumps_are_written_again() {
-        let fabric = generate(&GenSpec::FatTree2(FatTree2::new(4))).unwrap();
-        let sm_port = fabric
-            .cas()
-            .flat_map(|n| fabric.node_ports(n))
-            .find(|p| fabric.port(*p).remote.is_some())
-            .unwrap();
-        let mut d = SimDriver::new(
-            &fabric,
-            sm_port,
-            Params::default(),
-            LidStore::new(),
-            sm_sim::SimConfig::default(),
-        );
+        let (fabric, sm_port, mut d) = small_subnet();
         let dir = scratch("changed");
         let cfg = DumpConfig {
             dir: dir.clone(),
@@ -560,19 +566,7 @@ mod tests {
     /// and hold the newest snapshot asked for.
     #[test]
     fn dumps_written_later_hold_the_newest_snapshot() {
-        let fabric = generate(&GenSpec::FatTree2(FatTree2::new(4))).unwrap();
-        let sm_port = fabric
-            .cas()
-            .flat_map(|n| fabric.node_ports(n))
-            .find(|p| fabric.port(*p).remote.is_some())
-            .unwrap();
-        let mut d = SimDriver::new(
-            &fabric,
-            sm_port,
-            Params::default(),
-            LidStore::new(),
-            sm_sim::SimConfig::default(),
-        );
+        let (fabric, sm_port, mut d) = small_subnet();
         let dir = scratch("later");
         let mut dumps = Dumps::new(Some(&dir), &DumpConfig::default()).unwrap();
         d.start();
