@@ -221,10 +221,9 @@ impl Fixture {
                 .d
                 .next_deadline()
                 .is_none_or(|t| t > self.d.now() + 100_000_000);
-            // Silence: the SA does not answer this at all (several tries, so a request or
-            // answer lost four times running under 10 % fault injection, about once in 700
-            // asks, is not mistaken for silence).
-            if idle && rx.is_none() && resends >= 6 {
+            // Silence: the SA does not answer this at all (a few tries, so a lost request
+            // under fault injection is not mistaken for silence).
+            if idle && rx.is_none() && resends >= 3 {
                 return None;
             }
             if !self.d.step() {

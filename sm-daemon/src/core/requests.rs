@@ -14,14 +14,6 @@
 //! destination how slow it is. A destination that lets a run of tries go unanswered
 //! (its budget) is unresponsive: its requests are given up at once and new ones get a single
 //! try, until it answers again.
-//!
-//! The window bounds the tries on the wire. On a fabric that loses MADs (a try timed out
-//! within the last [`LOSSY_FOR`]), a try unanswered well past its destination's round trip
-//! (the estimate, with no floor) is presumed lost: it still waits out its timeout for a late
-//! answer, but no longer holds a place in the window, so the sweep does not stall for a
-//! timeout per lost try. Waiting requests are bounded too ([`WAITING`] windows' worth). On a
-//! fabric that loses nothing, a late answer is queueing at a busy agent, and sending more
-//! would only lengthen the queue.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
@@ -77,10 +69,6 @@ const MAX_BACKOFF: u32 = 8;
 /// that answers is taken for dead about once in 10^7 sweeps, while a silent one costs two
 /// passes of waiting.
 const DEST_BUDGET: u32 = 16;
-/// Requests held at most, waiting or on the wire, in windows.
-const WAITING: usize = 8;
-/// How long after a try timed out the fabric counts as losing MADs.
-const LOSSY_FOR: Duration = Duration::from_secs(1);
 /// Given-up tries remembered for their late answers.
 const LATE_MEMORY: usize = 4096;
 
@@ -129,9 +117,6 @@ struct Pending<P> {
     /// The current try's wait; its deadline is set when the transport takes it.
     wait: Duration,
     deadline: Option<Instant>,
-    /// When the current try is presumed lost (its round trip long past), and whether it is.
-    presume_at: Option<Instant>,
-    presumed: bool,
     tries_left: u32,
     /// Every try: its TID and when it left (`None` while queued).
     tries: Vec<(u32, Option<Instant>)>,
@@ -152,12 +137,6 @@ pub(crate) struct Requests<P> {
     /// Every live try's TID and its request.
     by_tid: HashMap<u32, u64>,
     deadlines: BTreeSet<(Instant, u64)>,
-    /// Tries to presume lost, by when.
-    presumes: BTreeSet<(Instant, u64)>,
-    /// Pending requests whose current try is presumed lost.
-    presumed: usize,
-    /// When a try last timed out.
-    last_timeout: Option<Instant>,
     dests: HashMap<DestKey, Dest>,
     fabric: Rtt,
     /// Tries of given-up requests: TID -> (destination, sent at).
@@ -182,9 +161,6 @@ impl<P> Requests<P> {
             clock: Instant::ZERO,
             by_tid: HashMap::new(),
             deadlines: BTreeSet::new(),
-            presumes: BTreeSet::new(),
-            presumed: 0,
-            last_timeout: None,
             dests: HashMap::new(),
             fabric: Rtt::default(),
             late: HashMap::new(),
@@ -201,48 +177,9 @@ impl<P> Requests<P> {
         Tid(t as u64)
     }
 
-    /// Whether another request may go out now: fewer than the window on the wire (tries
-    /// presumed lost do not count), and fewer than [`WAITING`] windows held.
+    /// Whether another request may go out now.
     pub(crate) fn has_room(&self) -> bool {
-        self.pending.len() - self.presumed < self.window
-            && self.pending.len() < self.window * WAITING
-    }
-
-    /// Presumes lost the tries whose round trip is long past by `now`.
-    fn presume(&mut self, now: Instant) {
-        while let Some(&(at, id)) = self.presumes.first() {
-            if at > now {
-                break;
-            }
-            self.presumes.pop_first();
-            if let Some(p) = self.pending.get_mut(&id) {
-                if !p.presumed {
-                    p.presumed = true;
-                    self.presumed += 1;
-                }
-            }
-        }
-    }
-
-    /// A request's current try is over (answered, retried, given up): its presumption goes.
-    fn unpresume(&mut self, id: u64) {
-        let Some(p) = self.pending.get_mut(&id) else {
-            return;
-        };
-        if let Some(at) = p.presume_at.take() {
-            self.presumes.remove(&(at, id));
-        }
-        if std::mem::take(&mut p.presumed) {
-            self.presumed -= 1;
-        }
-    }
-
-    /// The round-trip estimate for `dest`, with no floor.
-    fn estimate(&self, dest: DestKey) -> Option<Duration> {
-        self.dests
-            .get(&dest)
-            .and_then(|d| d.rtt.timeout())
-            .or_else(|| self.fabric.timeout())
+        self.pending.len() < self.window
     }
 
     /// Whether `dest` let its budget of tries go unanswered and has not answered for as
@@ -271,7 +208,12 @@ impl<P> Requests<P> {
 
     /// How long the first try to `dest` waits.
     fn first_wait(&self, dest: DestKey) -> Duration {
-        match self.estimate(dest) {
+        let est = self
+            .dests
+            .get(&dest)
+            .and_then(|d| d.rtt.timeout())
+            .or_else(|| self.fabric.timeout());
+        match est {
             Some(t) => t.max(MIN_TIMEOUT.min(self.timeout)),
             None => self.timeout,
         }
@@ -307,8 +249,6 @@ impl<P> Requests<P> {
                 queued_at: now,
                 wait,
                 deadline: None,
-                presume_at: None,
-                presumed: false,
                 tries_left,
                 tries: Vec::new(),
             },
@@ -318,7 +258,6 @@ impl<P> Requests<P> {
 
     /// Queues the next try of request `id` under a new TID.
     fn launch(&mut self, now: Instant, id: u64) {
-        self.unpresume(id);
         let tid = self.tid();
         let Some(p) = self.pending.get_mut(&id) else {
             return;
@@ -348,7 +287,6 @@ impl<P> Requests<P> {
             }
             return None;
         };
-        self.unpresume(id);
         let p = self.pending.remove(&id)?;
         if let Some(d) = p.deadline {
             self.deadlines.remove(&(d, id));
@@ -373,9 +311,7 @@ impl<P> Requests<P> {
     /// Retries or gives up every request whose try timed out; returns the given-up ones.
     pub(crate) fn expire(&mut self, now: Instant) -> Vec<P> {
         self.clock = self.clock.max(now);
-        self.presume(now);
         let mut lost = Vec::new();
-        let mut gone_silent = Vec::new();
         while let Some(&(deadline, id)) = self.deadlines.first() {
             if deadline > now {
                 break;
@@ -386,13 +322,9 @@ impl<P> Requests<P> {
             };
             p.deadline = None;
             let dest = p.dest;
-            self.last_timeout = Some(now);
             let d = self.dests.entry(dest).or_default();
             d.misses = d.misses.saturating_add(1);
             let unresponsive = self.is_unresponsive_at(dest, now);
-            if unresponsive && !gone_silent.contains(&dest) {
-                gone_silent.push(dest);
-            }
             let Some(p) = self.pending.get_mut(&id) else {
                 continue;
             };
@@ -407,13 +339,10 @@ impl<P> Requests<P> {
             }
         }
         // An unresponsive destination's other requests end now, not one timeout each.
-        if gone_silent.is_empty() {
-            return lost;
-        }
         let dead: Vec<u64> = self
             .pending
             .iter()
-            .filter(|(_, p)| p.deadline.is_some() && gone_silent.contains(&p.dest))
+            .filter(|(_, p)| p.deadline.is_some() && self.is_unresponsive_at(p.dest, now))
             .map(|(&id, _)| id)
             .collect();
         for id in dead {
@@ -445,7 +374,6 @@ impl<P> Requests<P> {
 
     /// Removes request `id`, keeping its tries' TIDs for late answers.
     fn end(&mut self, id: u64) -> Option<P> {
-        self.unpresume(id);
         let p = self.pending.remove(&id)?;
         if let Some(d) = p.deadline {
             self.deadlines.remove(&(d, id));
@@ -502,37 +430,14 @@ impl<P> Requests<P> {
                     let deadline = sent + p.wait;
                     p.deadline = Some(deadline);
                     self.deadlines.insert((deadline, id));
-                    let dest = p.dest;
-                    let lossy = self
-                        .last_timeout
-                        .is_some_and(|t| sent.saturating_duration_since(t) < LOSSY_FOR);
-                    let est = self
-                        .estimate(dest)
-                        .filter(|&e| lossy && sent + e < deadline);
-                    if let Some(est) = est {
-                        if let Some(p) = self.pending.get_mut(&id) {
-                            p.presume_at = Some(sent + est);
-                        }
-                        self.presumes.insert((sent + est, id));
-                    }
                 }
             }
         }
         Some(t)
     }
 
-    /// The next timeout, or the next try to presume lost while the window is full (the
-    /// core then has room again).
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        let presume = self
-            .presumes
-            .first()
-            .filter(|_| !self.has_room())
-            .map(|d| d.0);
-        match (self.deadlines.first().map(|d| d.0), presume) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.deadlines.first().map(|d| d.0)
     }
 
     /// Requests in flight.
@@ -546,8 +451,6 @@ impl<P> Requests<P> {
         self.pending.clear();
         self.by_tid.clear();
         self.deadlines.clear();
-        self.presumes.clear();
-        self.presumed = 0;
         self.out.retain(|t| !t.expects_response);
     }
 }
@@ -620,60 +523,6 @@ mod tests {
             "the other one retries"
         );
         assert_eq!(r.counts.retried, 1);
-    }
-
-    /// A try long past its round trip leaves the window (it still waits for its answer
-    /// until its timeout), up to WAITING windows' worth held.
-    #[test]
-    fn tries_presumed_lost_leave_the_window() {
-        let us = |x: u64| Instant::from_nanos(x * 1_000);
-        let mut r: Requests<u32> = Requests::new(2, T);
-        // Heard from in 100 us: its tries are presumed lost 100 + 4 * 50 = 300 us after
-        // they leave; they time out after the 10 ms floor.
-        r.send(us(0), 0, 1, Lid(1), [0; 256], 1);
-        let a = r.poll_transmit().unwrap();
-        assert_eq!(r.complete(us(100), tid_of(&a)), Some(0));
-        // Nothing lost yet: a late answer is a busy agent, and the window holds.
-        r.send(us(200), 9, 1, Lid(1), [0; 256], 0);
-        r.send(us(200), 9, 1, Lid(1), [0; 256], 0);
-        while r.poll_transmit().is_some() {}
-        assert!(r.expire(us(900)).is_empty());
-        assert!(
-            !r.has_room(),
-            "nothing presumed on a fabric that lost nothing"
-        );
-        // Both time out (10 ms): the fabric loses MADs.
-        assert_eq!(r.expire(us(10_200)), vec![9, 9]);
-        r.send(us(11_000), 1, 1, Lid(1), [0; 256], 1);
-        r.send(us(11_000), 2, 1, Lid(1), [0; 256], 1);
-        let (b, _) = (r.poll_transmit().unwrap(), r.poll_transmit().unwrap());
-        assert!(!r.has_room(), "two on the wire");
-        assert_eq!(
-            r.next_deadline(),
-            Some(us(11_300)),
-            "woken to presume them lost"
-        );
-        assert!(r.expire(us(11_299)).is_empty());
-        assert!(!r.has_room());
-        assert!(r.expire(us(11_300)).is_empty());
-        assert!(r.has_room(), "both presumed lost");
-        // A late answer still completes its request.
-        assert_eq!(r.complete(us(11_500), tid_of(&b)), Some(1));
-        assert_eq!(r.in_flight(), 1);
-        // Held requests are bounded: the window times WAITING. Every 1 ms two more go
-        // out and those before are presumed lost; none times out meanwhile.
-        let mut t = 12_000;
-        for round in 0..WAITING {
-            while r.has_room() {
-                r.send(us(t), round as u32, 1, Lid(1), [0; 256], 0);
-                let _ = r.poll_transmit();
-            }
-            t += 1_000;
-            assert!(r.expire(us(t)).is_empty());
-        }
-        assert_eq!(r.in_flight(), 2 * WAITING, "held to the cap");
-        assert!(!r.has_room());
-        assert_eq!(r.counts.lost, 2);
     }
 
     #[test]
