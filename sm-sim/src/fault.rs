@@ -34,6 +34,13 @@ pub enum FaultError {
 }
 
 impl Sim {
+    /// How many faults have been carried out so far (each scenario line as it happens,
+    /// each flap's every change, each end of a reboot): a count that moved means the
+    /// fabric may have changed.
+    pub fn faults_run(&self) -> u64 {
+        self.faults_run
+    }
+
     /// Schedules `fault` at virtual time `at` (now, if `at` has passed).
     pub fn schedule_fault(&mut self, at: Nanos, fault: Fault) -> Result<(), FaultError> {
         self.check_fault(&fault)?;
@@ -88,6 +95,8 @@ impl Sim {
             }
             Action::Reboot { node, .. }
             | Action::Remove(node)
+            | Action::Unplug(node)
+            | Action::Plug(node)
             | Action::Silent { node, .. }
             | Action::Slow { node, .. }
             | Action::Stubborn { node, .. } => self.check_node(*node),
@@ -100,7 +109,12 @@ impl Sim {
                 Ok(())
             }
             Action::Fault { target, .. } | Action::ClearFaults(target) => self.check_target(target),
-            Action::StartSm { port, .. } | Action::StopSm(port) => self.check_end_port(*port),
+            Action::StartSm { port, .. }
+            | Action::StopSm(port)
+            | Action::Join { port, .. }
+            | Action::Leave { port, .. }
+            | Action::Service { port, .. } => self.check_end_port(*port),
+            Action::Reload(_) => Ok(()),
             Action::Probe { from, to, .. } => {
                 self.check_end_port(*from)?;
                 self.ports
@@ -124,6 +138,7 @@ impl Sim {
     /// Carries out a checked fault.
     pub(crate) fn run_fault(&mut self, f: Fault) {
         tracing::debug!(fault = ?f, at = self.now, "fault");
+        self.faults_run += 1;
         match f {
             Action::LinkDown(p) => self.link_down(p),
             Action::LinkUp(p) => self.link_up(p),
@@ -153,6 +168,8 @@ impl Sim {
             }
             Action::Reboot { node, down } => self.reboot_node(node, down),
             Action::Remove(n) => self.remove_node(n),
+            Action::Unplug(n) => self.unplug_node(n),
+            Action::Plug(n) => self.plug_node(n),
             Action::Silent { node, on } => self.set_silent(node, on),
             Action::Slow { node, delay } => self.set_slow(node, delay),
             Action::Stubborn { node, on } => self.set_stubborn(node, on),
@@ -185,6 +202,23 @@ impl Sim {
                 attr,
                 m_key,
             } => self.probe(from, to, attr, m_key),
+            Action::Reload(file) => self.sm_events.push_back(SmEvent::Reload { file }),
+            Action::Join {
+                port,
+                mgid,
+                pkey,
+                send_only,
+            } => self.sm_events.push_back(SmEvent::Join {
+                port,
+                mgid,
+                pkey,
+                send_only,
+            }),
+            Action::Leave { port, mgid } => self.sm_events.push_back(SmEvent::Leave { port, mgid }),
+            Action::Service { port, id, lease } => {
+                self.sm_events
+                    .push_back(SmEvent::Service { port, id, lease })
+            }
         }
     }
 
@@ -279,12 +313,38 @@ impl Sim {
         }
     }
 
+    /// Unplugs node `n`: its links go down (the neighbours notice) and it answers and
+    /// forwards nothing; its cables stay, for [`Sim::plug_node`].
+    pub fn unplug_node(&mut self, n: NodeIdx) {
+        if self.check_node(n).is_err() || self.nodes[n.idx()].removed {
+            return;
+        }
+        self.nodes[n.idx()].alive = false;
+        self.nodes[n.idx()].unplugged = true;
+        for p in self.node_ports(n) {
+            if self.ports[p.idx()].remote.is_some() {
+                self.set_link(p, PortState::Down, PhysPortState::Polling);
+            }
+        }
+        self.traps[n.idx()] = None;
+    }
+
+    /// Plugs an unplugged node `n` in again: it powers up afresh and its links train.
+    pub fn plug_node(&mut self, n: NodeIdx) {
+        if self.check_node(n).is_err() || !self.nodes[n.idx()].unplugged {
+            return;
+        }
+        self.nodes[n.idx()].unplugged = false;
+        self.power_up(n);
+    }
+
     /// Reboots node `n`: its links go down; after `down` (0 = at once) it powers up with
     /// LIDs 0, empty tables, SwitchInfo and M_Key as at power-up, and its links train to
     /// INIT on both ends (the neighbours notice both changes). Silence ends; slowness and
     /// fault settings stay.
     pub fn reboot_node(&mut self, n: NodeIdx, down: Nanos) {
-        if self.check_node(n).is_err() || self.nodes[n.idx()].removed {
+        let node = self.nodes.get(n.idx());
+        if node.is_none_or(|x| x.removed || x.unplugged) {
             return;
         }
         // Dead first, so that only the neighbours notice the links going.
@@ -304,7 +364,7 @@ impl Sim {
 
     /// The end of a reboot.
     pub(crate) fn power_up(&mut self, n: NodeIdx) {
-        if self.nodes[n.idx()].removed {
+        if self.nodes[n.idx()].removed || self.nodes[n.idx()].unplugged {
             return;
         }
         let kind = self.nodes[n.idx()].kind;
@@ -416,6 +476,9 @@ fn describe(a: &Action) -> String {
         Action::Recable { from, .. }
         | Action::StartSm { port: from, .. }
         | Action::StopSm(from)
+        | Action::Join { port: from, .. }
+        | Action::Leave { port: from, .. }
+        | Action::Service { port: from, .. }
         | Action::Probe { from, .. } => from.to_string(),
         Action::Fault {
             target: Target::Link(p),
@@ -505,6 +568,8 @@ impl Names {
                 down: *down,
             },
             Action::Remove(n) => Action::Remove(self.node(n)?),
+            Action::Unplug(n) => Action::Unplug(self.node(n)?),
+            Action::Plug(n) => Action::Plug(self.node(n)?),
             Action::Silent { node, on } => Action::Silent {
                 node: self.node(node)?,
                 on: *on,
@@ -546,6 +611,27 @@ impl Names {
                 to: self.port(sim, to)?,
                 attr: *attr,
                 m_key: *m_key,
+            },
+            Action::Reload(file) => Action::Reload(file.clone()),
+            Action::Join {
+                port,
+                mgid,
+                pkey,
+                send_only,
+            } => Action::Join {
+                port: self.port(sim, port)?,
+                mgid: *mgid,
+                pkey: *pkey,
+                send_only: *send_only,
+            },
+            Action::Leave { port, mgid } => Action::Leave {
+                port: self.port(sim, port)?,
+                mgid: *mgid,
+            },
+            Action::Service { port, id, lease } => Action::Service {
+                port: self.port(sim, port)?,
+                id: *id,
+                lease: *lease,
             },
         })
     }

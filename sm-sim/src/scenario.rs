@@ -39,6 +39,8 @@
 //! | `flap PORT period TIME count N [down TIME]` | N times: down, then up after `down` (default half the period); one cycle per period |
 //! | `reboot NODE [down TIME]` | the node powers up afresh: LIDs 0, tables empty, SwitchInfo as at power-up, M_Key cleared; its links go down and train again to INIT on both ends, after `down` (default 0) during which the node answers nothing |
 //! | `remove NODE` | the node is gone for good: its links are removed, it answers nothing |
+//! | `unplug NODE` | the node is unplugged: its links go down (the neighbours notice), it answers nothing, its cables stay for `plug` |
+//! | `plug NODE` | an unplugged node is plugged in: it powers up afresh (as after `reboot`) and its links train to INIT. `at 0 unplug` then a later `plug` is a node hot-plugged into the running fabric |
 //! | `silent NODE [off]` | the node's agent receives SMPs but never answers (`off` ends it) |
 //! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
 //! | `stubborn NODE [off]` | the node's agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod (as ibsim's agents do) |
@@ -50,6 +52,10 @@
 //! | `clear-faults [TARGET]` | loss, duplicate, reorder and delay back to none |
 //! | `start-sm PORT [priority N] [sm-key K]` | an SM starts on an end port (a CA port or a switch's port 0), SMInfo priority N (default 0), SM_Key K (default: the running SM's) |
 //! | `stop-sm PORT` | the SM on that port dies (answers nothing from then on) |
+//! | `reload FILE` | the SM under test reads its configuration again from FILE (a path relative to the scenario file), as on SIGHUP |
+//! | `join PORT MGID [pkey K] [send-only]` | the end port's SA client joins multicast group MGID (32 hex digits, `0x...`) as a full member (or send-only full member), creating the group if it is new (Q_Key 0x1234, SL 0, P_Key K, default 0xffff) |
+//! | `leave PORT MGID` | the end port's SA client leaves the group |
+//! | `service PORT ID [lease S]` | the end port's SA client registers a ServiceRecord with service ID ID (`0x...` or decimal) and a lease of S seconds (default: indefinite) |
 //! | `probe FROM TO ATTR [m-key K]` | end port FROM sends SubnGet(ATTR) LID-routed to the LID of port TO with M_Key K (default 0), as `smpquery` would; ATTR by name (`PortInfo`, `SMInfo`...) or number; the answer is kept ([`crate::Sim::probes`]) |
 //!
 //! TARGET is `link PORT` (each crossing of that link, either way), `node NODE` (every SMP
@@ -134,6 +140,10 @@ pub enum Action<N = NodeRef, P = PortRef> {
         down: Nanos,
     },
     Remove(N),
+    /// The node is unplugged: links down, cables kept, it answers nothing until `Plug`.
+    Unplug(N),
+    /// An unplugged node is plugged in again and powers up afresh.
+    Plug(N),
     Silent {
         node: N,
         on: bool,
@@ -173,6 +183,133 @@ pub enum Action<N = NodeRef, P = PortRef> {
         attr: u16,
         m_key: u64,
     },
+    /// The SM under test reads its configuration again from a file (relative to the
+    /// scenario's directory); the driver carries it out.
+    Reload(String),
+    /// An end port's SA client joins a multicast group (the driver carries it out).
+    Join {
+        port: P,
+        mgid: u128,
+        pkey: u16,
+        send_only: bool,
+    },
+    /// An end port's SA client leaves a multicast group.
+    Leave {
+        port: P,
+        mgid: u128,
+    },
+    /// An end port's SA client registers a service; `lease` in seconds, `None` indefinite.
+    Service {
+        port: P,
+        id: u64,
+        lease: Option<u32>,
+    },
+}
+
+/// A time as a scenario writes it: the largest unit that keeps it exact.
+pub fn format_time(ns: Nanos) -> String {
+    match ns {
+        0 => "0".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
+fn write_target(f: &mut std::fmt::Formatter<'_>, t: &Target) -> std::fmt::Result {
+    match t {
+        Target::Fabric => Ok(()),
+        Target::Link(p) => write!(f, " link {p}"),
+        Target::Node(n) => write!(f, " node {n}"),
+    }
+}
+
+/// The action as a scenario line writes it after `at TIME`: [`Scenario::parse`] reads it
+/// back as the same action.
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = format_time;
+        match self {
+            Action::LinkDown(p) => write!(f, "link-down {p}"),
+            Action::LinkUp(p) => write!(f, "link-up {p}"),
+            Action::Flap {
+                port,
+                period,
+                count,
+                down,
+            } => {
+                write!(f, "flap {port} period {} count {count}", t(*period))?;
+                match down {
+                    Some(d) => write!(f, " down {}", t(*d)),
+                    None => Ok(()),
+                }
+            }
+            Action::Reboot { node, down: 0 } => write!(f, "reboot {node}"),
+            Action::Reboot { node, down } => write!(f, "reboot {node} down {}", t(*down)),
+            Action::Remove(n) => write!(f, "remove {n}"),
+            Action::Unplug(n) => write!(f, "unplug {n}"),
+            Action::Plug(n) => write!(f, "plug {n}"),
+            Action::Silent { node, on } => {
+                write!(f, "silent {node}{}", if *on { "" } else { " off" })
+            }
+            Action::Slow { node, delay } => write!(f, "slow {node} {}", t(*delay)),
+            Action::Stubborn { node, on } => {
+                write!(f, "stubborn {node}{}", if *on { "" } else { " off" })
+            }
+            Action::Recable { from, to } => write!(f, "recable {from} {to}"),
+            Action::Fault { target, param } => {
+                match param {
+                    FaultParam::Loss(p) => write!(f, "loss {p}")?,
+                    FaultParam::Duplicate(p) => write!(f, "duplicate {p}")?,
+                    FaultParam::Reorder(p, j) => write!(f, "reorder {p} {}", t(*j))?,
+                    FaultParam::Delay(d) => write!(f, "delay {}", t(*d))?,
+                }
+                write_target(f, target)
+            }
+            Action::ClearFaults(target) => {
+                write!(f, "clear-faults")?;
+                write_target(f, target)
+            }
+            Action::StartSm {
+                port,
+                priority,
+                sm_key,
+            } => {
+                write!(f, "start-sm {port} priority {priority}")?;
+                match sm_key {
+                    Some(k) => write!(f, " sm-key {k:#x}"),
+                    None => Ok(()),
+                }
+            }
+            Action::StopSm(p) => write!(f, "stop-sm {p}"),
+            Action::Probe {
+                from,
+                to,
+                attr,
+                m_key,
+            } => write!(f, "probe {from} {to} {attr:#06x} m-key {m_key:#x}"),
+            Action::Reload(file) => write!(f, "reload {file:?}"),
+            Action::Join {
+                port,
+                mgid,
+                pkey,
+                send_only,
+            } => write!(
+                f,
+                "join {port} {mgid:#034x} pkey {pkey:#06x}{}",
+                if *send_only { " send-only" } else { "" }
+            ),
+            Action::Leave { port, mgid } => write!(f, "leave {port} {mgid:#034x}"),
+            Action::Service { port, id, lease } => {
+                write!(f, "service {port} {id:#x}")?;
+                match lease {
+                    Some(s) => write!(f, " lease {s}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
 }
 
 /// One line of a scenario.
@@ -220,6 +357,12 @@ pub enum ScenarioErrorKind {
     BadMKey(String),
     #[error("bad attribute {0:?} (expected an SMP attribute name such as PortInfo, or 0x...)")]
     BadAttribute(String),
+    #[error("bad MGID {0:?} (expected 32 hex digits, 0x...)")]
+    BadMgid(String),
+    #[error("bad P_Key {0:?} (expected a 16-bit number, 0x... or decimal)")]
+    BadPKey(String),
+    #[error("bad service ID {0:?} (expected a 64-bit number, 0x... or decimal)")]
+    BadServiceId(String),
     #[error("bad node {0:?} (expected 0xGUID or \"description\")")]
     BadNode(String),
     #[error("bad port {0:?} (expected NODE[number], number 0..=254)")]
@@ -580,6 +723,67 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             Action::Reboot { node, down }
         }
         "remove" => Action::Remove(l.node()?),
+        "unplug" => Action::Unplug(l.node()?),
+        "plug" => Action::Plug(l.node()?),
+        "reload" => {
+            let t = l.next("a file")?;
+            match (&t.tok, &t.index) {
+                (Tok::Word(w) | Tok::Quoted(w), None) => Action::Reload(w.clone()),
+                _ => {
+                    return Err(Kind::Expected {
+                        expected: "a file",
+                        found: t.text(),
+                    });
+                }
+            }
+        }
+        "join" => {
+            let port = l.port()?;
+            let w = l.word("an MGID")?;
+            let mgid = mgid(&w).ok_or(Kind::BadMgid(w))?;
+            let mut pkey = 0xffff;
+            let mut send_only = false;
+            while let Some(w) = l.peek_word() {
+                l.toks.next();
+                match w.as_str() {
+                    "pkey" => {
+                        let k = l.word("a P_Key")?;
+                        pkey = number(&k)
+                            .and_then(|n| u16::try_from(n).ok())
+                            .ok_or(Kind::BadPKey(k))?;
+                    }
+                    "send-only" => send_only = true,
+                    _ => return Err(Kind::Unexpected(w)),
+                }
+            }
+            Action::Join {
+                port,
+                mgid,
+                pkey,
+                send_only,
+            }
+        }
+        "leave" => {
+            let port = l.port()?;
+            let w = l.word("an MGID")?;
+            Action::Leave {
+                port,
+                mgid: mgid(&w).ok_or(Kind::BadMgid(w))?,
+            }
+        }
+        "service" => {
+            let port = l.port()?;
+            let w = l.word("a service ID")?;
+            let id = number(&w).ok_or(Kind::BadServiceId(w))?;
+            let lease = if l.peek_word().as_deref() == Some("lease") {
+                l.toks.next();
+                let w = l.word("a lease")?;
+                Some(w.parse::<u32>().map_err(|_| Kind::BadCount(w))?)
+            } else {
+                None
+            };
+            Action::Service { port, id, lease }
+        }
         "silent" => {
             let (node, on) = l.node_on()?;
             Action::Silent { node, on }
@@ -701,6 +905,16 @@ impl Scenario {
         })
     }
 
+    /// The scenario as text, one line per event in order: [`Scenario::parse`] reads it
+    /// back as the same events.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        for e in &self.events {
+            out.push_str(&format!("at {} {}\n", format_time(e.at), e.action));
+        }
+        out
+    }
+
     /// Reads and parses a scenario file.
     pub fn read(path: &std::path::Path) -> Result<Scenario, ReadError> {
         let text = std::fs::read_to_string(path).map_err(|e| ReadError::Io {
@@ -725,6 +939,15 @@ pub enum ReadError {
 fn number(w: &str) -> Option<u64> {
     w.strip_prefix("0x")
         .map_or_else(|| w.parse().ok(), |h| u64::from_str_radix(h, 16).ok())
+}
+
+/// A multicast GID: up to 32 hex digits after `0x`.
+fn mgid(w: &str) -> Option<u128> {
+    let h = w.strip_prefix("0x")?;
+    if h.is_empty() || h.len() > 32 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u128::from_str_radix(h, 16).ok()
 }
 
 /// An SMP attribute by its name (any case, as `ibsm decode` names it) or number.
@@ -876,6 +1099,137 @@ mod tests {
                 param: FaultParam::Reorder(0.2, 3_000)
             }
         );
+    }
+
+    #[test]
+    fn hot_plug_reload_and_sa_clients() {
+        let host = PortRef {
+            node: desc("h"),
+            port: 1,
+        };
+        assert_eq!(one("at 0 unplug \"s\""), Ok(Action::Unplug(desc("s"))));
+        assert_eq!(
+            one("at 1s plug 0x5"),
+            Ok(Action::Plug(NodeRef::Guid(Guid(5))))
+        );
+        assert_eq!(
+            one("at 1s reload \"b c.toml\""),
+            Ok(Action::Reload("b c.toml".into()))
+        );
+        assert_eq!(
+            one("at 1s reload b.toml"),
+            Ok(Action::Reload("b.toml".into()))
+        );
+        assert_eq!(
+            one("at 0 join \"h\"[1] 0xff12a01bffff00000000000000000001 pkey 0x8001 send-only"),
+            Ok(Action::Join {
+                port: host.clone(),
+                mgid: 0xff12_a01b_ffff_0000_0000_0000_0000_0001,
+                pkey: 0x8001,
+                send_only: true,
+            })
+        );
+        assert_eq!(
+            one("at 0 join \"h\"[1] 0xff"),
+            Ok(Action::Join {
+                port: host.clone(),
+                mgid: 0xff,
+                pkey: 0xffff,
+                send_only: false,
+            })
+        );
+        assert_eq!(
+            one("at 0 leave \"h\"[1] 0x1"),
+            Ok(Action::Leave {
+                port: host.clone(),
+                mgid: 1
+            })
+        );
+        assert_eq!(
+            one("at 0 service \"h\"[1] 0x10 lease 30"),
+            Ok(Action::Service {
+                port: host.clone(),
+                id: 0x10,
+                lease: Some(30)
+            })
+        );
+        assert_eq!(
+            one("at 0 service \"h\"[1] 7"),
+            Ok(Action::Service {
+                port: host,
+                id: 7,
+                lease: None
+            })
+        );
+        assert_eq!(
+            one("at 0 join \"h\"[1] ff12"),
+            Err(Kind::BadMgid("ff12".into()))
+        );
+        assert_eq!(
+            one("at 0 join \"h\"[1] 0x+1"),
+            Err(Kind::BadMgid("0x+1".into()))
+        );
+        assert_eq!(
+            one("at 0 join \"h\"[1] 0x1 pkey 0x10000"),
+            Err(Kind::BadPKey("0x10000".into()))
+        );
+        assert_eq!(
+            one("at 0 service \"h\"[1] x"),
+            Err(Kind::BadServiceId("x".into()))
+        );
+        assert_eq!(
+            one("at 0 reload \"a\"[1]"),
+            Err(Kind::Expected {
+                expected: "a file",
+                found: "\"a\"[1]".into()
+            })
+        );
+    }
+
+    #[test]
+    fn written_scenarios_read_back_the_same() {
+        let text = r#"
+            at 5ms link-down "leaf 3"[1]
+            at 6ms link-up 0x10[2]
+            at 1ms flap 0x0002000100000004[2] period 100us count 5
+            at 1ms flap "a"[1] period 100us count 2 down 10us
+            at 20ms reboot "spine 0"
+            at 20ms reboot "spine 1" down 1ms
+            at 30ms remove "quote \" in"
+            at 0 silent "leaf 1"
+            at 0 silent "leaf 1" off
+            at 0 slow "leaf 2" 5ms
+            at 0 stubborn "leaf 2"
+            at 0 stubborn "leaf 2" off
+            at 40ms recable "a"[1] "c"[2]
+            at 0 loss 0.05
+            at 0 loss 0.5 link "a"[1]
+            at 0 duplicate 0.1 node 0xabc
+            at 0 reorder 0.2 3us
+            at 0 delay 1us link 0x1[1]
+            at 1.5s clear-faults
+            at 1s clear-faults node "x"
+            at 0 start-sm "host 1"[1] priority 9
+            at 0 start-sm "host 1"[1] priority 9 sm-key 0xbad
+            at 2s stop-sm "host 1"[1]
+            at 3s probe "a"[1] "b"[1] PortInfo m-key 0x5
+            at 4s unplug 0x7
+            at 5s plug 0x7
+            at 6s reload "next.toml"
+            at 7s join "h"[1] 0xff12a01bffff00000000000000000001 pkey 0x8001 send-only
+            at 7s join "h"[1] 0xff
+            at 8s leave "h"[1] 0xff
+            at 9s service "h"[1] 0x10 lease 30
+            at 9s service "h"[1] 0x11
+            at 123457ns link-down 0x10[2]
+            "#;
+        let a = Scenario::parse("a", text).unwrap();
+        let b = Scenario::parse("b", &a.to_text()).unwrap();
+        assert_eq!(a.events.len(), 33);
+        for (x, y) in a.events.iter().zip(&b.events) {
+            assert_eq!((x.at, &x.action), (y.at, &y.action), "{}", a.to_text());
+        }
+        assert_eq!(a.events.len(), b.events.len());
     }
 
     #[test]

@@ -272,11 +272,14 @@ pub struct Sim {
     /// Kept between transmissions for [`Hazard::trail`], so that counting allocates once.
     trail_buf: Vec<PortIdx>,
     pub(crate) probes: Vec<crate::probe::Probe>,
+    /// Faults carried out so far (scheduled ones as they happen, power-ups included).
+    pub(crate) faults_run: u64,
 }
 
-/// An SM a scenario starts or stops: the fabric has no SM of its own, so it hands these to
-/// whoever drives the simulation ([`Sim::poll_sm_event`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a scenario asks of the SMs and hosts around the fabric (an SM started or stopped,
+/// a configuration reload, an SA client's request): the fabric has no SM or SA client of
+/// its own, so it hands these to whoever drives the simulation ([`Sim::poll_sm_event`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SmEvent {
     Start {
         port: PortIdx,
@@ -286,6 +289,30 @@ pub enum SmEvent {
     },
     Stop {
         port: PortIdx,
+    },
+    /// The SM under test reads its configuration again from `file` (as the scenario
+    /// wrote it: relative to the scenario's directory).
+    Reload {
+        file: String,
+    },
+    /// The SA client on `port` joins a multicast group.
+    Join {
+        port: PortIdx,
+        mgid: u128,
+        pkey: u16,
+        send_only: bool,
+    },
+    /// The SA client on `port` leaves a multicast group.
+    Leave {
+        port: PortIdx,
+        mgid: u128,
+    },
+    /// The SA client on `port` registers a service (`lease` in seconds; `None`
+    /// indefinite).
+    Service {
+        port: PortIdx,
+        id: u64,
+        lease: Option<u32>,
     },
 }
 
@@ -329,6 +356,7 @@ impl Sim {
             sm_events: VecDeque::new(),
             trail_buf: Vec::new(),
             probes: Vec::new(),
+            faults_run: 0,
         }
     }
 
@@ -920,7 +948,10 @@ impl Sim {
             Event::TrapTimer { node } => self.trap_timer(node),
             Event::LeaseExpiry { port, generation } => self.lease_expiry(port, generation),
             Event::Fault(f) => self.run_fault(f),
-            Event::PowerUp { node } => self.power_up(node),
+            Event::PowerUp { node } => {
+                self.faults_run += 1;
+                self.power_up(node);
+            }
         }
     }
 

@@ -41,6 +41,8 @@ pub struct SimNode {
     pub alive: bool,
     /// Removed for good: its links are gone.
     pub removed: bool,
+    /// Unplugged: its cables stay, it is dead until plugged in again.
+    pub unplugged: bool,
     /// Receives MADs but never answers (a hung SMA).
     pub silent: bool,
     /// Its agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod as
@@ -257,6 +259,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             desc: node_description::Repr::new(&n.description),
             switch,
             alive: true,
+            unplugged: false,
             removed: false,
             silent: false,
             stubborn: false,

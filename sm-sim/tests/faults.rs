@@ -641,3 +641,79 @@ fn sm_starts_and_stops_go_to_the_driver_in_time_order() {
     );
     assert_eq!(sim.poll_sm_event(), None);
 }
+
+#[test]
+fn an_unplugged_node_is_dead_until_plugged_in_afresh() {
+    let f = fabric();
+    let mut sm = Sm::new(&f, SimConfig::default());
+    sm.bring_up();
+    let sw2 = node(&f, "sw-b");
+    sm.sim.unplug_node(sw2);
+    assert!(sm.get_pi(SW2, 0).is_none());
+    assert!(sm.get_pi(HCA2, 1).is_none());
+    let a3 = port(&f, "sw-a", 3);
+    assert_eq!(state(&sm.sim, a3), DOWN);
+    // Unlike a removal, the cable stays; unlike a reboot, nothing brings it back by itself.
+    assert!(sm.sim.port(a3).remote.is_some());
+    sm.sim.link_up(a3);
+    sm.sim.reboot_node(sw2, 0);
+    sm.run(10_000_000);
+    assert_eq!(state(&sm.sim, a3), DOWN);
+    assert!(sm.get_pi(SW2, 0).is_none());
+    let mut from = trap_128_from(&mut sm);
+    from.dedup();
+    assert_eq!(from, vec![Lid(2)], "sw-a noticed");
+
+    sm.sim.plug_node(sw2);
+    assert_eq!(state(&sm.sim, a3), INIT);
+    let pi0 = sm.get_pi(SW2, 0).unwrap();
+    assert_eq!((pi0.lid, pi0.master_sm_lid), (Lid(0), Lid(0)));
+    assert_eq!(sm.lft_block0(SW2).unwrap(), [255; 64]);
+    assert_eq!(sm.get_pi(HCA2, 1).unwrap().port_state, PortState::Init);
+}
+
+#[test]
+fn reloads_and_sa_client_requests_go_to_the_driver() {
+    let f = fabric();
+    let mut sim = Sim::new(&f, SimConfig::default());
+    let text = "at 1ms reload \"next.toml\"\n\
+                at 2ms join \"host-2\"[1] 0xff12 pkey 0x8001\n\
+                at 3ms leave \"host-2\"[1] 0xff12\n\
+                at 4ms service \"host-3\"[1] 0x42 lease 5\n\
+                at 5ms unplug \"host-4\"\n\
+                at 6ms plug \"host-4\"";
+    sim.load_scenario(&Scenario::parse("c.scn", text).unwrap())
+        .unwrap();
+    sim.advance(10_000_000);
+    let h2 = port(&f, "host-2", 1);
+    assert_eq!(
+        std::iter::from_fn(|| sim.poll_sm_event()).collect::<Vec<_>>(),
+        vec![
+            sm_sim::SmEvent::Reload {
+                file: "next.toml".into()
+            },
+            sm_sim::SmEvent::Join {
+                port: h2,
+                mgid: 0xff12,
+                pkey: 0x8001,
+                send_only: false
+            },
+            sm_sim::SmEvent::Leave {
+                port: h2,
+                mgid: 0xff12
+            },
+            sm_sim::SmEvent::Service {
+                port: port(&f, "host-3", 1),
+                id: 0x42,
+                lease: Some(5)
+            },
+        ]
+    );
+    // Plugged back: the host's link trained again.
+    assert_eq!(state(&sim, port(&f, "host-4", 1)), INIT);
+    // A switch port other than 0 holds no SA client.
+    let e = sim
+        .load_scenario(&Scenario::parse("c.scn", "at 0 join \"sw-a\"[3] 0x1").unwrap())
+        .unwrap_err();
+    assert_eq!(e.line, 1);
+}
