@@ -30,7 +30,7 @@ const EXAMPLE: &str = include_str!("../../fabrics/example.net");
 const EXAMPLE_NAME: &str = "@example";
 
 /// Arguments of `ibsm run`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "\
 Signals, without --once: SIGINT and SIGTERM stop the SM (LIDs and dumps saved), SIGUSR1
 writes every dump at once, SIGHUP reads --config again (with the same flags over it): what
@@ -1201,6 +1201,19 @@ pub(crate) fn run(mut args: Args) -> anyhow::Result<()> {
     if let Some(path) = &args.scenario {
         let sc = sm_sim::scenario::Scenario::read(path)?;
         driver.sim.load_scenario(&sc)?;
+        // A scenario's `reload FILE` names a file beside the scenario, read as SIGHUP
+        // reads --config: the run's flags over it.
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let flags = Args {
+            config: None,
+            ..args.clone()
+        };
+        driver.reloader = Some(Box::new(move |file: &str| {
+            let path = base.join(file);
+            let mut cfg = Config::load(&path).map_err(|e| format!("{e:#}"))?;
+            flags_over(&flags, &mut cfg);
+            sm_daemon::config::params(&cfg, &path).map_err(|e| format!("{e:#}"))
+        }));
     }
     driver.start();
     if let Some(limit) = run_for {
@@ -1519,7 +1532,7 @@ fn drive_umad(
                         tracing::info!("subnet up; sweeping until SIGINT/SIGTERM");
                     }
                 }
-                Event::SweepStarted { .. } | Event::Trap { .. } => {}
+                Event::SweepStarted { .. } | Event::Trap { .. } | Event::LightSweepDone(_) => {}
             }
         }
         // Deadlines are checked only after every queued request went out (and had its

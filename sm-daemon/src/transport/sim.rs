@@ -51,6 +51,7 @@ use sm_core::lid::LidStore;
 use sm_sim::{EndpointId, Sim, SimConfig, SmEvent};
 
 use crate::core::{Event, Instant, Params, Sm};
+use crate::transport::sa_client::SaClients;
 
 /// Virtual time of the simulated fabric, in nanoseconds.
 pub type Nanos = u64;
@@ -65,8 +66,20 @@ pub struct PeerSm {
     pub running: bool,
 }
 
+/// Reads a configuration file again (a scenario's `reload FILE`), as the daemon does on
+/// SIGHUP: the parameters, or why the file was refused.
+pub type Reloader = Box<dyn FnMut(&str) -> Result<Params, String>>;
+
+/// A scenario's `reload`, and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reload {
+    pub at: Nanos,
+    pub file: String,
+    /// What applied at once (`Ok`), or why the file was refused.
+    pub outcome: Result<Vec<&'static str>, String>,
+}
+
 /// The SM and its fabric.
-#[derive(Debug)]
 pub struct SimDriver {
     pub sim: Sim,
     pub sm: Sm,
@@ -81,7 +94,24 @@ pub struct SimDriver {
     /// The performance manager beside `sm`, on its port, when asked for: it reads every
     /// port's counters on its interval while `sm` is master of an up subnet.
     pub perf: Option<crate::perf::PerfMgr>,
+    /// The hosts' SA clients a scenario's `join`, `leave` and `service` lines speak through.
+    pub sa_clients: SaClients,
+    /// How a scenario's `reload FILE` is read; without one a reload is refused.
+    pub reloader: Option<Reloader>,
+    /// Every scenario reload so far.
+    pub reloads: Vec<Reload>,
     now: Nanos,
+}
+
+impl std::fmt::Debug for SimDriver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimDriver")
+            .field("sim", &self.sim)
+            .field("sm", &self.sm)
+            .field("peers", &self.peers)
+            .field("now", &self.now)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimDriver {
@@ -104,6 +134,9 @@ impl SimDriver {
             sm_running: true,
             peers: Vec::new(),
             perf: None,
+            sa_clients: SaClients::default(),
+            reloader: None,
+            reloads: Vec::new(),
             now: 0,
         }
     }
@@ -162,9 +195,13 @@ impl SimDriver {
         (self.sm_running && self.sm.is_up()) || self.peers.iter().any(|p| p.running && p.sm.is_up())
     }
 
-    /// SMs a scenario starts or stops.
+    /// What a scenario asks of the SMs and hosts: SMs started or stopped, reloads, SA
+    /// client requests.
     fn scenario_sms(&mut self) {
         while let Some(e) = self.sim.poll_sm_event() {
+            if self.sa_clients.take(&mut self.sim, self.now, &e) {
+                continue;
+            }
             match e {
                 SmEvent::Start {
                     port,
@@ -195,8 +232,39 @@ impl SimDriver {
                         self.stop_peer(i);
                     }
                 }
+                SmEvent::Reload { file } => self.reload(&file),
+                // Taken by the SA clients above.
+                SmEvent::Join { .. } | SmEvent::Leave { .. } | SmEvent::Service { .. } => {}
             }
         }
+        self.sa_clients.poll(&mut self.sim, self.now);
+    }
+
+    /// A scenario's `reload FILE`: the SM under test takes what applies while running.
+    fn reload(&mut self, file: &str) {
+        let params = match self.reloader.as_mut() {
+            Some(r) => r(file),
+            None => Err("no way to read a configuration was given".into()),
+        };
+        let outcome = match params {
+            Ok(p) => {
+                let r = self.sm.reconfigure(Instant::from_nanos(self.now), &p);
+                for k in &r.needs_restart {
+                    tracing::warn!("reload: {k} changed; it takes effect at the next start");
+                }
+                tracing::info!(file, applied = ?r.applied, "configuration read again");
+                Ok(r.applied)
+            }
+            Err(e) => {
+                tracing::error!("reload {file}: {e}; the running configuration stays");
+                Err(e)
+            }
+        };
+        self.reloads.push(Reload {
+            at: self.now,
+            file: file.to_string(),
+            outcome,
+        });
     }
 
     /// Hands every MAD the fabric delivered to its SM, then runs the timers that are due.
@@ -277,6 +345,7 @@ impl SimDriver {
                     .filter(|p| p.running)
                     .map(|p| p.sm.poll_timeout().map(Instant::as_nanos)),
             )
+            .chain(std::iter::once(self.sa_clients.next_deadline()))
             .chain(std::iter::once(
                 self.perf
                     .as_ref()
