@@ -62,7 +62,7 @@ use mcast::{McastSet, McastState, SyncInput};
 pub use model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 pub use plan::{Moved, Plan, PlanError, Repaired, TableBlock, plan};
 use program::{Answered, Programming, Stage};
-pub use report::{Nanos, SweepReport, Unresponsive};
+pub use report::{LightReport, Nanos, SweepReport, Unresponsive};
 use requests::{DestKey, Requests};
 pub use requests::{MadCounts, Transmit};
 use shadow::{Shadow, TableKey};
@@ -201,6 +201,8 @@ pub enum Event {
     },
     /// A heavy sweep finished; `subnet_up` says whether every step succeeded.
     SweepDone(Box<SweepReport>),
+    /// A light sweep finished.
+    LightSweepDone(LightReport),
     /// A trap arrived (and was repressed).
     Trap {
         issuer: Lid,
@@ -308,8 +310,12 @@ pub(crate) enum Purpose {
         on: bool,
     },
     // Between sweeps.
+    /// By LID first; by directed route (`direct`) when that went unanswered: a repair may
+    /// leave the SM's switch without a legal route to another switch's LID.
     LightSwitchInfo {
         lid: Lid,
+        node: NodeIdx,
+        direct: bool,
     },
     /// One MFT block (between sweeps too: the switch is named by GUID).
     SetMft {
@@ -384,8 +390,12 @@ impl Work {
 /// A light sweep in progress.
 #[derive(Debug)]
 struct Light {
-    /// A switch stopped answering: a heavy sweep.
+    /// A switch stopped answering, by LID and by directed route: a heavy sweep.
     lost: bool,
+    /// Reads asked (SwitchInfo of every switch, the SMs' SMInfo).
+    reads: u64,
+    /// The wire counters when it began.
+    counts_at: requests::MadCounts,
     /// Switches that reported a port change (their LIDs): a repair looks at them, as
     /// if they had trapped.
     changed: std::collections::BTreeSet<Lid>,
@@ -1143,27 +1153,42 @@ impl Sm {
         };
         let f = &plan.fabric;
         let model = self.model.as_deref();
-        let lids: Vec<Lid> = f
+        let lids: Vec<(Lid, NodeIdx)> = f
             .switches()
             .filter(|&n| model.is_none_or(|m| m.present(n)))
-            .filter_map(|n| f.port_of(n, 0))
-            .map(|p| f.port(p).lid)
+            .filter_map(|n| Some((f.port(f.port_of(n, 0)?).lid, n)))
             .collect();
-        self.phase = Phase::Light(Light {
-            lost: false,
-            changed: Default::default(),
-        });
-        for lid in lids {
+        for &(lid, node) in &lids {
             self.queue.push_back(Work::get(
-                Purpose::LightSwitchInfo { lid },
+                Purpose::LightSwitchInfo {
+                    lid,
+                    node,
+                    direct: false,
+                },
                 attr::SWITCH_INFO,
                 0,
                 Target::Lid(lid),
             ));
         }
+        let counts_at = self.reqs.counts;
         let actions = self.election.light_checks(self.own_guid());
+        let reads = (lids.len() + actions.len()) as u64;
         self.act(now, actions);
+        self.phase = Phase::Light(Light {
+            lost: false,
+            reads,
+            counts_at,
+            changed: Default::default(),
+        });
         self.pump(now);
+    }
+
+    /// A light sweep is over: its report, with what it sent since `counts_at`.
+    fn light_done(&mut self, mut r: LightReport, counts_at: requests::MadCounts) {
+        let c = self.reqs.counts - counts_at;
+        (r.mads_sent, r.mads_retried, r.mads_lost) = (c.sent, c.retried, c.lost);
+        tracing::debug!(reads = r.reads, changed = r.changed, mads_sent = r.mads_sent, outcome = %r.outcome, "light sweep");
+        self.events.push_back(Event::LightSweepDone(r));
     }
 
     /// Moves to the next phase or stage once everything outstanding has come back.
@@ -1175,10 +1200,33 @@ impl Sm {
             }
             match std::mem::replace(&mut self.phase, Phase::Idle) {
                 Phase::Idle => return,
-                Phase::Light(Light { lost, changed }) => {
+                Phase::Light(Light {
+                    lost,
+                    reads,
+                    counts_at,
+                    changed,
+                }) => {
+                    let mut done = LightReport {
+                        reads,
+                        changed: changed.len() as u64,
+                        outcome: String::new(),
+                        ..LightReport::default()
+                    };
                     if lost || self.sweep.again || (!changed.is_empty() && !self.up) {
+                        let why = if lost {
+                            "light sweep: a switch answered neither by LID nor by directed route"
+                        } else if self.sweep.again {
+                            "requested during a light sweep"
+                        } else {
+                            "light sweep: port changes while the subnet is not up"
+                        };
+                        self.trigger.get_or_insert_with(|| why.into());
+                        done.outcome = format!("heavy sweep ({why})");
+                        self.light_done(done, counts_at);
                         self.begin_heavy(now);
                     } else if !changed.is_empty() {
+                        done.outcome = "repair".into();
+                        self.light_done(done, counts_at);
                         // A port change no trap told of (lost, or never sent): repaired
                         // like one.
                         if self.trap_lids.is_empty() {
@@ -1193,12 +1241,17 @@ impl Sm {
                         let t = self.ticks;
                         if self.backoff.values().any(|b| b.until_sweep <= t + 1) {
                             // Nodes that did not answer are due for another try.
-                            self.trigger = Some("light sweep: unresponsive nodes due".into());
+                            let why = "light sweep: unresponsive nodes due";
+                            self.trigger = Some(why.into());
+                            done.outcome = format!("heavy sweep ({why})");
+                            self.light_done(done, counts_at);
                             self.begin_heavy(now);
                             continue;
                         }
                         // Blocks lost since the last change go out again.
                         self.sync_mcast(now, false);
+                        done.outcome = "nothing new".into();
+                        self.light_done(done, counts_at);
                         self.schedule_light(now);
                     }
                 }
@@ -1822,9 +1875,23 @@ impl Sm {
                 }
                 return;
             }
-            Purpose::LightSwitchInfo { .. } => {
-                // A switch that stops answering is a change worth a heavy sweep.
-                if let Phase::Light(l) = &mut self.phase {
+            Purpose::LightSwitchInfo { lid, node, direct } => {
+                let known = self.model.as_ref().is_some_and(|m| m.present(node));
+                if !direct && known && matches!(self.phase, Phase::Light(_)) {
+                    // The SM's own tables may have no way to that LID (a repair under
+                    // up*/down* ranks can leave one): ask along the discovered path.
+                    self.queue.push_back(Work::get(
+                        Purpose::LightSwitchInfo {
+                            lid,
+                            node,
+                            direct: true,
+                        },
+                        attr::SWITCH_INFO,
+                        0,
+                        Target::Node(node),
+                    ));
+                } else if let Phase::Light(l) = &mut self.phase {
+                    // A switch that stops answering is a change worth a heavy sweep.
                     l.lost = true;
                 }
                 return;
@@ -1855,7 +1922,7 @@ impl Sm {
         }
         match purpose {
             Purpose::Election { why, to } => self.on_election_answer(now, why, to, s),
-            Purpose::LightSwitchInfo { lid } => {
+            Purpose::LightSwitchInfo { lid, .. } => {
                 if let (Phase::Light(l), true) = (&mut self.phase, ok) {
                     if let Ok(si) = s.attribute::<sm_mad::switch_info::Repr>() {
                         if si.port_state_change {
@@ -2176,6 +2243,13 @@ impl Sm {
         // Gets still out are given up (those that crossed the failure would hold the
         // repair back for all their retries).
         if let Phase::Light(l) = std::mem::replace(&mut self.phase, Phase::Idle) {
+            let done = LightReport {
+                reads: l.reads,
+                changed: l.changed.len() as u64,
+                outcome: "gave way to a repair".into(),
+                ..LightReport::default()
+            };
+            self.light_done(done, l.counts_at);
             self.trap_lids.extend(l.changed);
             self.queue
                 .retain(|w| !matches!(w.purpose, Purpose::LightSwitchInfo { .. }));
@@ -2511,6 +2585,8 @@ impl Sm {
                 Action::Ask { to, why } => self.ask_sm(now, &to, why),
                 Action::AskForSubnet { lid } => self.trap_144(lid),
                 Action::Sweep => {
+                    self.trigger
+                        .get_or_insert_with(|| "election: this SM is master".into());
                     if matches!(self.election.state(), SmState::Discovering) {
                         self.begin_heavy(now);
                     } else {

@@ -105,6 +105,22 @@ pub struct SweepReport {
     pub client_reregisters: u64,
 }
 
+/// What one light sweep did: its reads, and what it found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LightReport {
+    /// Reads it asked: every switch's SwitchInfo, each known SM's SMInfo.
+    pub reads: u64,
+    /// Switches that reported a port change (SwitchInfo.PortStateChange).
+    pub changed: u64,
+    /// SMPs sent from its start to its end (retries, reads again by directed route, and
+    /// multicast blocks sent again included).
+    pub mads_sent: u64,
+    pub mads_retried: u64,
+    pub mads_lost: u64,
+    /// `nothing new`, `repair`, `gave way to a repair`, or `heavy sweep (why)`.
+    pub outcome: String,
+}
+
 impl SweepReport {
     /// The fewest SMPs of the sweep: discovery's minimum and one Set per value that had to
     /// change.
