@@ -5,4 +5,5 @@ pub mod core;
 pub mod ops;
 pub mod perf;
 pub mod sa;
+pub mod soak;
 pub mod transport;

@@ -30,6 +30,9 @@ enum Command {
     Status(cmd::status::Args),
     /// List the ports of the running SM's subnet: state, width, speed, peer.
     Ports(cmd::status::Args),
+    /// Simulation testing: random fabrics, configurations and faults from seeds, with the
+    /// SM's invariants checked after every sweep; failures shrunk and saved to replay.
+    Soak(cmd::soak::Args),
     /// Subscribe to the SA's event forwarding from a umad port and print every trap it
     /// reports.
     Events(cmd::events::Args),
@@ -56,12 +59,21 @@ fn run() -> anyhow::Result<()> {
         // `run` starts the log once it has read its configuration's [log].
         return cmd::run::run(a);
     }
+    if let Command::Soak(a) = cli.command {
+        // Thousands of runs: only errors, unless RUST_LOG asks for more.
+        let quiet = sm_core::config::LogConfig {
+            level: sm_core::config::LogLevel::Error,
+            ..sm_core::config::LogConfig::default()
+        };
+        logging::init(&quiet, std::path::Path::new("<defaults>"))?;
+        return cmd::soak::run(a);
+    }
     logging::init(
         &sm_core::config::LogConfig::default(),
         std::path::Path::new("<defaults>"),
     )?;
     match cli.command {
-        Command::Run(_) => Ok(()),
+        Command::Run(_) | Command::Soak(_) => Ok(()),
         Command::Gen(a) => cmd::generate::run(a),
         Command::Route(a) => cmd::route::run(a),
         Command::Analyze(a) => cmd::analyze::run(a),

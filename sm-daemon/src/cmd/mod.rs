@@ -9,5 +9,6 @@ pub(crate) mod events;
 pub(crate) mod generate;
 pub(crate) mod route;
 pub(crate) mod run;
+pub(crate) mod soak;
 pub(crate) mod status;
 pub(crate) mod svg;
