@@ -43,6 +43,7 @@
 //! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
 //! | `stubborn NODE [off]` | the node's agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod (as ibsim's agents do) |
 //! | `recable PORT PORT` | the cable at the first port is moved to the second: its old peer and the second port's old peer (if any) lose their links, the two ports link and train to INIT |
+//! | `clone-guid NODE NODE` | the second node's agent answers with the first's GUIDs from then on (NodeGUID, SystemImageGUID, and each port's PortGUID by port number; a switch's ports all carry its GUID), as a card flashed with another's image does; a GUID two nodes then answer with names the first of them in the fabric file |
 //! | `loss P [TARGET]` | probability that a MAD is lost |
 //! | `duplicate P [TARGET]` | probability that a MAD is delivered twice |
 //! | `reorder P TIME [TARGET]` | probability that a MAD is held back by up to TIME, so later ones overtake it |
@@ -149,6 +150,11 @@ pub enum Action<N = NodeRef, P = PortRef> {
     Recable {
         from: P,
         to: P,
+    },
+    /// Node `to` answers with the GUIDs of node `from` (a cloned or mis-flashed device).
+    CloneGuid {
+        from: N,
+        to: N,
     },
     Fault {
         target: Target<N, P>,
@@ -596,6 +602,10 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             from: l.port()?,
             to: l.port()?,
         },
+        "clone-guid" => Action::CloneGuid {
+            from: l.node()?,
+            to: l.node()?,
+        },
         "loss" => {
             let p = l.prob()?;
             Action::Fault {
@@ -875,6 +885,25 @@ mod tests {
                 target: Target::Fabric,
                 param: FaultParam::Reorder(0.2, 3_000)
             }
+        );
+    }
+
+    #[test]
+    fn clone_guid_names_two_nodes() {
+        assert_eq!(
+            one("at 0 clone-guid \"host 1\" 0x5"),
+            Ok(Action::CloneGuid {
+                from: desc("host 1"),
+                to: NodeRef::Guid(Guid(5)),
+            })
+        );
+        assert_eq!(
+            one("at 0 clone-guid \"host 1\""),
+            Err(Kind::Missing("a node"))
+        );
+        assert_eq!(
+            one("at 0 clone-guid \"a\"[1] \"b\""),
+            Err(Kind::BadNode("\"a\"[1]".into()))
         );
     }
 
