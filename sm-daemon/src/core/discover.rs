@@ -68,12 +68,12 @@ pub(super) struct Discovery {
     missing: Vec<Missing>,
     /// The port each node was first reached through (`None`: the SM's own node).
     entry: IdxVec<NodeIdx, Option<PortIdx>>,
-    /// Ports of switches met before, linked by a NodeInfo that arrived through them: the
-    /// route it came by. The switch's own look through the port confirms or overturns it.
-    claims: HashMap<PortIdx, DrPath>,
-    /// Further arrivals at a claimed port (the port they came from, their route), until
-    /// the switch's own look through it says which is its peer.
-    disputes: HashMap<PortIdx, Vec<(PortIdx, DrPath)>>,
+    /// Ports of switches met before, linked by a NodeInfo that arrived through them. The
+    /// switch's own look through the port confirms or overturns the link.
+    claims: HashSet<PortIdx>,
+    /// Further arrivals at a claimed port (the ports they came from), until the switch's
+    /// own look through it says which is its peer.
+    disputes: HashMap<PortIdx, Vec<PortIdx>>,
     /// Ports whose own look was asked for to settle a dispute.
     arbitrating: HashSet<PortIdx>,
     /// GUIDs met in two places, by kind and GUID.
@@ -292,7 +292,7 @@ impl Discovery {
         let (node, fresh) = match self.fabric.node_by_guid(info.node_guid) {
             Some(n) => {
                 if let Some(why) = self.disagrees(n, &info) {
-                    self.duplicate("node", info.node_guid, n, from, path, why);
+                    self.duplicate("node", info.node_guid, n, from, why);
                     return;
                 }
                 (n, false)
@@ -300,7 +300,7 @@ impl Discovery {
             None => {
                 if let Some(holder) = self.port_guid_holder(&info) {
                     let why = "a node met elsewhere already holds it".to_string();
-                    self.duplicate("port", Self::port_guid(&info), holder, from, path, why);
+                    self.duplicate("port", Self::port_guid(&info), holder, from, why);
                     return;
                 }
                 match self.add_node(&info, path, from) {
@@ -315,14 +315,14 @@ impl Discovery {
         };
         if from == Some(port) {
             let why = format!("the port behind its port {lp} answers as that port itself");
-            self.duplicate("node", info.node_guid, node, from, path, why);
+            self.duplicate("node", info.node_guid, node, from, why);
             return;
         }
         if self.fabric.node(node).kind != NodeKind::Switch && self.ports[port].path.is_none() {
             if self.fabric.set_port_guid(port, info.port_guid).is_err() {
                 if let Some(holder) = self.port_guid_holder(&info) {
                     let why = format!("port {lp} of {} answers with it", info.node_guid);
-                    self.duplicate("port", info.port_guid, holder, from, path, why);
+                    self.duplicate("port", info.port_guid, holder, from, why);
                 } else {
                     tracing::warn!(node = %info.node_guid, port = lp, "port GUID not taken");
                 }
@@ -342,7 +342,7 @@ impl Discovery {
             self.own = Some(port);
         }
         if let Some(from) = from {
-            self.link(from, port, path, fresh);
+            self.link(from, port, fresh);
         }
     }
 
@@ -363,7 +363,7 @@ impl Discovery {
             self.claims.remove(&f);
             return true;
         }
-        let Some(route) = self.claims.remove(&f) else {
+        if !self.claims.remove(&f) {
             let (node, num) = self.name(f);
             tracing::warn!(
                 node = %node,
@@ -373,7 +373,7 @@ impl Discovery {
                 "a port seen linked to two places (a cable moved?); keeping the first"
             );
             return false;
-        };
+        }
         // The arrival came from another device with this switch's GUID.
         let n = self.fabric.port(f).node;
         let why = format!(
@@ -381,21 +381,21 @@ impl Discovery {
             self.fabric.port(f).num,
             info.node_guid
         );
-        self.duplicate("node", self.fabric.node(n).guid, n, Some(o), route, why);
+        self.duplicate("node", self.fabric.node(n).guid, n, Some(o), why);
         self.fabric.disconnect(f);
         true
     }
 
-    /// Links `from` (whose node's own route sent the NodeInfo) to `port`, where it arrived
-    /// by `path`; `fresh`: the node was first met by this arrival.
-    fn link(&mut self, from: PortIdx, port: PortIdx, path: DrPath, fresh: bool) {
+    /// Links `from` (whose node's own route sent the NodeInfo) to `port`, where it
+    /// arrived; `fresh`: the node was first met by this arrival.
+    fn link(&mut self, from: PortIdx, port: PortIdx, fresh: bool) {
         let n = self.fabric.port(port).node;
         let switch = self.fabric.node(n).kind == NodeKind::Switch;
         match self.fabric.port(port).remote {
             Some(o) if o == from => {}
-            Some(_) if switch && self.claims.contains_key(&port) => {
+            Some(_) if switch && self.claims.contains(&port) => {
                 // Two arrivals claim one port of a switch: its own look decides.
-                self.disputes.entry(port).or_default().push((from, path));
+                self.disputes.entry(port).or_default().push(from);
                 self.arbitrate(port);
             }
             Some(_) => {
@@ -404,11 +404,11 @@ impl Discovery {
                     self.fabric.port(port).num
                 );
                 let guid = self.fabric.node(n).guid;
-                self.duplicate("node", guid, n, Some(from), path, why);
+                self.duplicate("node", guid, n, Some(from), why);
             }
             None => match self.fabric.connect(from, port) {
                 Ok(()) if switch && !fresh => {
-                    self.claims.insert(port, path);
+                    self.claims.insert(port);
                 }
                 Ok(()) => {}
                 Err(e) => tracing::warn!("link not taken into the model: {e}"),
@@ -449,9 +449,9 @@ impl Discovery {
         let peer = self.fabric.port(x).remote;
         let n = self.fabric.port(x).node;
         let guid = self.fabric.node(n).guid;
-        for (f, path) in arrivals.into_iter().filter(|(f, _)| Some(*f) != peer) {
+        for f in arrivals.into_iter().filter(|&f| Some(f) != peer) {
             let why = format!("port {} seen linked to two places", self.fabric.port(x).num);
-            self.duplicate("node", guid, n, Some(f), path, why);
+            self.duplicate("node", guid, n, Some(f), why);
         }
     }
 
@@ -503,31 +503,35 @@ impl Discovery {
         (self.fabric.node(port.node).guid, port.num)
     }
 
-    /// Where a device is: behind the port it was reached through, and the route.
-    fn place(&self, behind: Option<PortIdx>, path: &DrPath) -> String {
-        match behind {
-            None if path.is_empty() => "the SM's own node".into(),
-            None => format!("at DR path {}", dr(path)),
-            Some(p) => {
-                let (g, num) = self.name(p);
-                format!("behind {g}[{num}] (DR path {})", dr(path))
-            }
-        }
+    /// Where a device is: behind the port it was reached through (with the route through
+    /// it), or the SM's own node.
+    fn place(&self, behind: Option<PortIdx>) -> String {
+        let Some(p) = behind else {
+            return "the SM's own node".into();
+        };
+        let (g, num) = self.name(p);
+        // Every look through a port goes from its node's own route.
+        let mut path = self.route_to(p).unwrap_or_default();
+        let route = if path.push(num) {
+            dr(&path)
+        } else {
+            "?".into()
+        };
+        format!("behind {g}[{num}] (DR path {route})")
     }
 
     /// `guid` (of `kind`, held by node `first`) answered again from another device, reached
-    /// behind `from` by `path`.
+    /// behind `from`.
     fn duplicate(
         &mut self,
         kind: &'static str,
         guid: Guid,
         first: NodeIdx,
         from: Option<PortIdx>,
-        path: DrPath,
         why: String,
     ) {
-        let elsewhere = self.place(from, &path);
-        let kept = self.place(self.entry[first], &self.nodes[first].path);
+        let elsewhere = self.place(from);
+        let kept = self.place(self.entry[first]);
         let d = self
             .duplicates
             .entry((kind, guid))
@@ -547,13 +551,13 @@ impl Discovery {
     /// The GUIDs met in two places, in GUID order. Disputes never settled (the switch's own
     /// look went unanswered) count as well: one of the arrivals is another device.
     pub(super) fn take_duplicates(&mut self) -> Vec<DuplicateGuid> {
-        let open: Vec<(PortIdx, Vec<(PortIdx, DrPath)>)> = self.disputes.drain().collect();
+        let open: Vec<(PortIdx, Vec<PortIdx>)> = self.disputes.drain().collect();
         for (x, arrivals) in open {
             let n = self.fabric.port(x).node;
             let (guid, num) = self.name(x);
-            for (f, path) in arrivals {
+            for f in arrivals {
                 let why = format!("two devices answer as its port {num}");
-                self.duplicate("node", guid, n, Some(f), path, why);
+                self.duplicate("node", guid, n, Some(f), why);
             }
         }
         std::mem::take(&mut self.duplicates)
@@ -864,10 +868,7 @@ mod tests {
         );
         let sw3 = port(&d, 0x20, 3);
         assert_eq!(d.fabric.port(sw3).remote, Some(other3));
-        assert!(
-            d.claims.contains_key(&sw3),
-            "a claim until 0x20 looks itself"
-        );
+        assert!(d.claims.contains(&sw3), "a claim until 0x20 looks itself");
         answer(
             &mut d,
             &[1, 3],
