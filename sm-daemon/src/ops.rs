@@ -117,6 +117,9 @@ pub struct Status {
     pub untrusted_sms: Vec<String>,
     /// Ports left out of the subnet, and why.
     pub unhealthy: Vec<UnhealthyRow>,
+    /// GUIDs more than one device answers with, as the last heavy sweep found them.
+    #[serde(default)]
+    pub duplicate_guids: Vec<crate::core::DuplicateGuid>,
     pub smps_sent: u64,
     pub smps_retried: u64,
     pub smps_lost: u64,
@@ -195,6 +198,7 @@ struct Metrics {
     lids: Gauge,
     unresponsive: Gauge,
     unhealthy: Gauge,
+    duplicate_guids: Gauge,
     traps: Counter,
     sa_queries: Family<AttrLabel, Counter>,
     sweep_seconds: Histogram,
@@ -239,6 +243,7 @@ impl Metrics {
             lids: Gauge::default(),
             unresponsive: Gauge::default(),
             unhealthy: Gauge::default(),
+            duplicate_guids: Gauge::default(),
             traps: Counter::default(),
             sa_queries: Family::default(),
             sweep_seconds: Histogram::new(exponential_buckets(0.001, 4.0, 10)),
@@ -288,6 +293,12 @@ impl Metrics {
             "unhealthy_ports",
             "Ports left out of the subnet because their link kept going down",
             m.unhealthy.clone(),
+        );
+        registry.register(
+            "duplicate_guids",
+            "GUIDs more than one device answers with, as the last heavy sweep found them \
+             (the device met first is kept, the others left out)",
+            m.duplicate_guids.clone(),
         );
         registry.register("traps", "Traps received", m.traps.clone());
         registry.register(
@@ -553,6 +564,9 @@ impl Ops {
                 reason: u.reason,
             })
             .collect();
+        let dups = sm.duplicate_guids();
+        self.metrics.duplicate_guids.set(dups.len() as i64);
+        self.status.duplicate_guids = dups.to_vec();
         if let Some(r) = report {
             self.sweep_done(sm, r);
         }

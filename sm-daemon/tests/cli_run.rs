@@ -428,3 +428,46 @@ fn deadlocking_tables_are_reported_and_fail_a_once_run() {
     assert!(j["vls_used"].as_u64().unwrap() > 1, "{j}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Two hosts answering with one GUID (a cloned HCA): the subnet comes up without the
+/// second, and `--once` fails naming the GUID and both places.
+#[test]
+fn a_duplicated_guid_fails_a_once_run_naming_both_places() {
+    let dir = std::env::temp_dir().join(format!("ibsm-run-dupguid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let scn = dir.join("clone.scn");
+    std::fs::write(
+        &scn,
+        "at 0 clone-guid \"host 7 leaf 1\" \"host 20 leaf 3\"\n",
+    )
+    .unwrap();
+    let out = ibsm()
+        .args(["run", "--sim", "--once", "--no-check", "--report", "json"])
+        .arg("--scenario")
+        .arg(&scn)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["subnet_up"], true, "{j:#}");
+    assert_eq!(j["nodes"], 89);
+    let dup = &j["duplicate_guids"][0];
+    assert_eq!(dup["guid"], "0x0001000000000700", "{j:#}");
+    // host 7 hangs on leaf 1's port 2, host 20 on leaf 3's port 3.
+    let (first, copy) = ("0x0002000100000001[2]", "0x0002000100000003[3]");
+    assert!(dup["kept"].as_str().unwrap().contains(first), "{dup}");
+    assert!(dup["left_out"][0].as_str().unwrap().contains(copy), "{dup}");
+    assert_eq!(j["errors"].as_array().unwrap().len(), 1, "{j:#}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("subnet up with errors: duplicate node GUID 0x0001000000000700"),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap();
+    assert!(last.contains(first) && last.contains(copy), "{last}");
+    assert!(
+        err.contains("ERROR") && err.contains("duplicate GUID"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

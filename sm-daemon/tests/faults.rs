@@ -6,11 +6,14 @@
 
 mod support;
 
-use sm_core::fabric::{Fabric, PortIdx};
+use std::collections::BTreeSet;
+
+use sm_core::fabric::{Fabric, NodeIdx, NodeKind, PortIdx};
 use sm_core::generate::{GenSpec, generate};
 use sm_core::lid::LidStore;
 use sm_daemon::core::{Event, Params, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
+use sm_mad::Sl;
 use sm_mad::port_info::PortState;
 use sm_sim::SimConfig;
 use sm_sim::scenario::Scenario;
@@ -82,6 +85,11 @@ fn twenty_percent_loss_brings_every_node_up_on_the_first_sweep() {
             r.unresponsive
         );
         assert_eq!(r.nodes, f.nodes().len(), "seed {seed}");
+        assert!(
+            r.duplicate_guids.is_empty(),
+            "seed {seed}: {:?}",
+            r.duplicate_guids
+        );
         assert!(
             r.mads_lost > 0,
             "seed {seed}: 20 % loss loses some requests whole"
@@ -234,5 +242,207 @@ fn thirty_percent_loss_still_comes_up() {
         let r = first_sweep(&mut d);
         assert!(r.subnet_up, "seed {seed}: {:?}", r.errors);
         assert!(r.nodes > f.nodes().len() / 2, "seed {seed}: {}", r.nodes);
+    }
+}
+
+// Duplicated GUIDs: a cloned or mis-flashed device answers with a GUID another one has.
+
+fn node(f: &Fabric, desc: &str) -> NodeIdx {
+    NodeIdx(
+        f.nodes()
+            .iter()
+            .position(|n| n.description == desc)
+            .unwrap() as u32,
+    )
+}
+
+/// `GUID[port]` of the port linked to `p`.
+fn peer(f: &Fabric, p: PortIdx) -> String {
+    let r = f.port(p).remote.unwrap();
+    format!("{}[{}]", f.node(f.port(r).node).guid, f.port(r).num)
+}
+
+/// The report's places behind each port (`behind GUID[port] ...`), as `GUID[port]`.
+fn behind(places: &[String]) -> BTreeSet<String> {
+    places
+        .iter()
+        .map(|p| {
+            let rest = p.strip_prefix("behind ").unwrap_or_else(|| panic!("{p}"));
+            rest.split(' ').next().unwrap().to_string()
+        })
+        .collect()
+}
+
+/// Every CA pair of the SM's plan is delivered through what the switches hold.
+fn plan_pairs_delivered(d: &SimDriver, what: &str) {
+    support::traced_without_credit_loops(d, what, |_, _| Sl(0));
+}
+
+#[test]
+fn a_host_with_another_hosts_guid_is_reported_and_left_out() {
+    let f = ft2_32();
+    let (first, copy) = (node(&f, "host 5 leaf 1"), node(&f, "host 10 leaf 2"));
+    let (first_port, copy_port) = (f.port_of(first, 1).unwrap(), f.port_of(copy, 1).unwrap());
+    let scenario = "at 0 clone-guid \"host 5 leaf 1\" \"host 10 leaf 2\"";
+    let mut d = driver(&f, 0.0, 1, scenario);
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    assert_eq!(r.nodes, f.nodes().len() - 1, "the copy is left out");
+    assert_eq!(r.duplicate_guids.len(), 1, "{:?}", r.duplicate_guids);
+    let dup = &r.duplicate_guids[0];
+    assert_eq!(dup.guid, f.node(first).guid.to_string());
+    assert_eq!(dup.kind, "node");
+    assert_eq!(
+        behind(std::slice::from_ref(&dup.kept)),
+        [peer(&f, first_port)].into()
+    );
+    assert_eq!(behind(&dup.left_out), [peer(&f, copy_port)].into());
+    // One error, naming both places; the SM holds the same list.
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    assert!(
+        r.errors[0].contains(&peer(&f, first_port)) && r.errors[0].contains(&peer(&f, copy_port)),
+        "{}",
+        r.errors[0]
+    );
+    assert_eq!(d.sm.duplicate_guids(), r.duplicate_guids.as_slice());
+    // Everything else is up, the first host too; the copy's link is left short of ACTIVE.
+    all_active_but(&d, &f, &[copy_port]);
+    assert_ne!(d.sim.port(copy_port).info.port_state, PortState::Active);
+    plan_pairs_delivered(&d, "the rest");
+    // No sweep storm: the next heavy sweep is asked for, and finds it again.
+    d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+    let r2 = first_sweep(&mut d);
+    assert_eq!(r2.sweep, r.sweep + 1);
+    assert!(r2.subnet_up);
+    assert_eq!(r2.duplicate_guids, r.duplicate_guids);
+}
+
+#[test]
+fn a_host_with_the_sms_own_guid_is_left_out() {
+    let f = ft2_32();
+    let own = f.port(sm_port(&f)).node;
+    let copy = node(&f, "host 14 leaf 3");
+    let copy_port = f.port_of(copy, 1).unwrap();
+    let scenario = format!(
+        "at 0 clone-guid \"{}\" \"host 14 leaf 3\"",
+        f.node(own).description
+    );
+    let mut d = driver(&f, 0.0, 1, &scenario);
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    assert_eq!(r.nodes, f.nodes().len() - 1);
+    assert_eq!(r.duplicate_guids.len(), 1, "{:?}", r.duplicate_guids);
+    let dup = &r.duplicate_guids[0];
+    assert_eq!(dup.guid, f.node(own).guid.to_string());
+    assert_eq!(dup.kept, "the SM's own node");
+    assert_eq!(behind(&dup.left_out), [peer(&f, copy_port)].into());
+    all_active_but(&d, &f, &[copy_port]);
+    plan_pairs_delivered(&d, "the rest");
+}
+
+/// Leaf 2 answers with leaf 1's GUID. Either may be met first (under loss the order
+/// changes): that one is kept with its hosts, the other is left out with its hosts, and
+/// every spine port that leads to it is named.
+fn check_switch_copy(f: &Fabric, d: &SimDriver, r: &SweepReport, what: &str) {
+    let (l1, l2) = (node(f, "leaf 1"), node(f, "leaf 2"));
+    assert!(r.subnet_up, "{what}: {:?}", r.errors);
+    assert_eq!(
+        r.duplicate_guids.len(),
+        1,
+        "{what}: {:?}",
+        r.duplicate_guids
+    );
+    let dup = &r.duplicate_guids[0];
+    assert_eq!(dup.guid, f.node(l1).guid.to_string(), "{what}");
+    let uplinks = |n: NodeIdx| -> Vec<PortIdx> {
+        f.node_ports(n)
+            .filter(|&p| {
+                f.port(p)
+                    .remote
+                    .is_some_and(|r| f.node(f.port(r).node).kind == NodeKind::Switch)
+            })
+            .collect()
+    };
+    let spine_ends =
+        |n: NodeIdx| -> BTreeSet<String> { uplinks(n).into_iter().map(|p| peer(f, p)).collect() };
+    let left_out = behind(&dup.left_out);
+    let (kept, gone) = if left_out == spine_ends(l2) {
+        (l1, l2)
+    } else {
+        assert_eq!(left_out, spine_ends(l1), "{what}: {dup:?}");
+        (l2, l1)
+    };
+    assert!(
+        spine_ends(kept).contains(behind(std::slice::from_ref(&dup.kept)).first().unwrap()),
+        "{what}: {dup:?}"
+    );
+    // The copy left out and its hosts; its links, uplinks and host links, not in the model.
+    let hosts = f
+        .node_ports(gone)
+        .filter(|&p| f.port(p).remote.is_some())
+        .count()
+        - uplinks(gone).len();
+    assert_eq!(r.nodes, f.nodes().len() - 1 - hosts, "{what}");
+    assert_eq!(
+        r.links,
+        f.counts().links - hosts - uplinks(gone).len(),
+        "{what}: the kept leaf's links are its own"
+    );
+    let cut: Vec<PortIdx> = f.node_ports(gone).collect();
+    all_active_but(d, f, &cut);
+    plan_pairs_delivered(d, what);
+}
+
+#[test]
+fn a_switch_with_another_switchs_guid_is_reported_and_left_out_with_its_hosts() {
+    let f = ft2_32();
+    // The SM is on leaf 0: the two leaves are met at the same depth, through the same
+    // spines, each through several.
+    let scenario = "at 0 clone-guid \"leaf 1\" \"leaf 2\"";
+    let mut d = driver(&f, 0.0, 1, scenario);
+    let r = first_sweep(&mut d);
+    check_switch_copy(&f, &d, &r, "no loss");
+    assert_eq!(r.errors.len(), 1, "{:?}", r.errors);
+    for seed in 1..=4 {
+        let mut d = driver(&f, 0.1, seed, scenario);
+        let r = first_sweep(&mut d);
+        check_switch_copy(&f, &d, &r, &format!("10 % loss, seed {seed}"));
+    }
+}
+
+#[test]
+fn a_node_whose_nodeinfo_disagrees_is_another_device() {
+    // A host answering with a leaf's GUID: the NodeInfo of a CA where a switch was met.
+    let f = ft2_32();
+    let copy = node(&f, "host 16 leaf 4");
+    let copy_port = f.port_of(copy, 1).unwrap();
+    let mut d = driver(&f, 0.0, 1, "at 0 clone-guid \"leaf 1\" \"host 16 leaf 4\"");
+    let r = first_sweep(&mut d);
+    assert!(r.subnet_up, "{:?}", r.errors);
+    assert_eq!(r.nodes, f.nodes().len() - 1);
+    assert_eq!(r.duplicate_guids.len(), 1, "{:?}", r.duplicate_guids);
+    let dup = &r.duplicate_guids[0];
+    assert_eq!(dup.guid, f.node(node(&f, "leaf 1")).guid.to_string());
+    assert!(dup.why.contains("NodeInfo"), "{dup:?}");
+    assert_eq!(behind(&dup.left_out), [peer(&f, copy_port)].into());
+    all_active_but(&d, &f, &[copy_port]);
+}
+
+#[test]
+fn switches_met_through_many_paths_are_no_duplicates() {
+    // Every switch of a three-level tree is met through several links; MADs lost,
+    // delivered twice and overtaken change the order answers come in, never the verdict.
+    let f = ft3_128();
+    let faults = "at 0 duplicate 0.1\nat 0 reorder 0.2 20us";
+    for seed in 1..=4 {
+        let mut d = driver(&f, 0.1, seed, faults);
+        let r = first_sweep(&mut d);
+        assert!(r.subnet_up, "seed {seed}: {:?}", r.errors);
+        assert!(
+            r.duplicate_guids.is_empty() && r.errors.is_empty(),
+            "seed {seed}: {:?}",
+            r.duplicate_guids
+        );
+        assert!(d.sm.duplicate_guids().is_empty());
     }
 }

@@ -116,6 +116,8 @@ fn status_events_and_metrics_follow_the_fabric() {
     // The metrics say the same as the core.
     let text = ops.encode_metrics();
     assert_eq!(sample(&text, "ibsm_subnet_up"), 1.0);
+    assert_eq!(sample(&text, "ibsm_duplicate_guids"), 0.0);
+    assert!(ops.status().duplicate_guids.is_empty());
     assert_eq!(sample(&text, "ibsm_sm_state{state=\"master\"}"), 1.0);
     assert_eq!(sample(&text, "ibsm_sm_state{state=\"standby\"}"), 0.0);
     assert_eq!(
@@ -148,6 +150,42 @@ fn status_events_and_metrics_follow_the_fabric() {
     assert!(open.contains("# TYPE ibsm_smps_sent counter\n"));
     assert_eq!(classic_text(&open), text);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_duplicated_guid_is_in_the_status_and_metrics_while_it_is_seen() {
+    let f = fabric();
+    let desc = |n: sm_core::NodeIdx| f.node(n).description.clone();
+    let mut cas = f.cas();
+    let (first, copy) = (cas.nth(5).unwrap(), cas.nth(5).unwrap());
+    let mut d = SimDriver::new(
+        &f,
+        support::first_ca_port(&f),
+        Params::default(),
+        sm_core::lid::LidStore::new(),
+        sm_sim::SimConfig::default(),
+    );
+    let scenario = format!("at 0 clone-guid \"{}\" \"{}\"", desc(first), desc(copy));
+    d.sim
+        .load_scenario(&sm_sim::Scenario::parse("clone.scn", &scenario).unwrap())
+        .unwrap();
+    d.start();
+    let mut ops = Ops::new(0, None).unwrap();
+    run(&mut d, &mut ops, 500 * MS);
+    let s = ops.status();
+    assert!(s.subnet_up, "the rest is up: {s:#?}");
+    assert_eq!(s.duplicate_guids.len(), 1, "{s:#?}");
+    assert_eq!(s.duplicate_guids[0].guid, f.node(first).guid.to_string());
+    assert_eq!(s.nodes, f.nodes().len() - 1);
+    let errors = &s.last_sweep.as_ref().unwrap().errors;
+    assert!(errors[0].starts_with("duplicate node GUID"), "{errors:?}");
+    assert_eq!(sample(&ops.encode_metrics(), "ibsm_duplicate_guids"), 1.0);
+    // The copy is taken away; the next heavy sweep no longer sees the GUID twice.
+    d.sim.apply_fault(Fault::Remove(copy)).unwrap();
+    d.sm.request_sweep(sm_daemon::core::Instant::from_nanos(d.now()), true);
+    run(&mut d, &mut ops, 500 * MS);
+    assert!(ops.status().duplicate_guids.is_empty());
+    assert_eq!(sample(&ops.encode_metrics(), "ibsm_duplicate_guids"), 0.0);
 }
 
 #[test]

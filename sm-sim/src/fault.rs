@@ -100,6 +100,10 @@ impl Sim {
             | Action::Silent { node, .. }
             | Action::Slow { node, .. }
             | Action::Stubborn { node, .. } => self.check_node(*node),
+            Action::CloneGuid { from, to } => {
+                self.check_node(*from)?;
+                self.check_node(*to)
+            }
             Action::Recable { from, to } => {
                 self.check_cable_port(*from)?;
                 self.check_cable_port(*to)?;
@@ -176,6 +180,7 @@ impl Sim {
             Action::Recable { from, to } => {
                 let _ = self.recable(from, to);
             }
+            Action::CloneGuid { from, to } => self.clone_guid(from, to),
             Action::Fault { target, param } => self.modify_faults(&target, |f| match param {
                 FaultParam::Loss(p) => f.loss = p,
                 FaultParam::Duplicate(p) => f.duplicate = p,
@@ -414,6 +419,42 @@ impl Sim {
         }
     }
 
+    /// Node `to`'s agent answers with node `from`'s GUIDs from now on: NodeGUID,
+    /// SystemImageGUID and, port by port number, PortGUID (a switch's ports all carry the
+    /// switch's GUID), as a device flashed with another's image does. A port `from` lacks
+    /// keeps its own.
+    pub fn clone_guid(&mut self, from: NodeIdx, to: NodeIdx) {
+        if self.check_node(from).is_err() || self.check_node(to).is_err() {
+            return;
+        }
+        let src = self.nodes[from.idx()].info;
+        let from_switch = self.nodes[from.idx()].kind == NodeKind::Switch;
+        let to_switch = self.nodes[to.idx()].kind == NodeKind::Switch;
+        let info = &mut self.nodes[to.idx()].info;
+        info.node_guid = src.node_guid;
+        info.system_image_guid = src.system_image_guid;
+        info.port_guid = src.port_guid;
+        for p in self.node_ports(to).collect::<Vec<_>>() {
+            let port = &self.ports[p.idx()];
+            if !port.exists {
+                continue;
+            }
+            let guid = if to_switch || from_switch {
+                Some(src.port_guid)
+            } else {
+                self.port_idx(from, port.num)
+                    .map(|q| &self.ports[q.idx()])
+                    .filter(|q| q.exists)
+                    .map(|q| q.guid)
+            };
+            if let Some(g) = guid {
+                let port = &mut self.ports[p.idx()];
+                port.guid = g;
+                port.guids[0] = g;
+            }
+        }
+    }
+
     /// Moves the cable at `from` to `to`: `from`'s old peer and `to`'s old peer lose their
     /// links, then `from` and `to` link and train to INIT (if both nodes are up). Every end
     /// that changes is noticed.
@@ -499,16 +540,21 @@ impl Names {
     fn new(sim: &Sim) -> Names {
         let mut by_guid = HashMap::new();
         let mut by_desc: HashMap<String, Vec<NodeIdx>> = HashMap::new();
-        // Port GUIDs of CA ports first, so that a node GUID wins a clash.
-        for p in &sim.ports {
+        // Port GUIDs of CA ports first, so that a node GUID wins a clash; backwards, so
+        // that a GUID two nodes answer with (`clone-guid`) names the first in the file.
+        for p in sim.ports.iter().rev() {
             if p.exists && sim.nodes[p.node.idx()].kind != NodeKind::Switch {
                 by_guid.insert(p.guid.0, p.node);
             }
         }
+        for (i, n) in sim.nodes.iter().enumerate().rev() {
+            by_guid.insert(n.info.node_guid.0, NodeIdx(i as u32));
+        }
         for (i, n) in sim.nodes.iter().enumerate() {
-            let idx = NodeIdx(i as u32);
-            by_guid.insert(n.info.node_guid.0, idx);
-            by_desc.entry(n.desc.as_string()).or_default().push(idx);
+            by_desc
+                .entry(n.desc.as_string())
+                .or_default()
+                .push(NodeIdx(i as u32));
         }
         Names { by_guid, by_desc }
     }
@@ -585,6 +631,10 @@ impl Names {
             Action::Recable { from, to } => Action::Recable {
                 from: self.port(sim, from)?,
                 to: self.port(sim, to)?,
+            },
+            Action::CloneGuid { from, to } => Action::CloneGuid {
+                from: self.node(from)?,
+                to: self.node(to)?,
             },
             Action::Fault { target, param } => Action::Fault {
                 target: self.target(sim, target)?,

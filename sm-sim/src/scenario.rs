@@ -45,6 +45,7 @@
 //! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
 //! | `stubborn NODE [off]` | the node's agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod (as ibsim's agents do) |
 //! | `recable PORT PORT` | the cable at the first port is moved to the second: its old peer and the second port's old peer (if any) lose their links, the two ports link and train to INIT |
+//! | `clone-guid NODE NODE` | the second node's agent answers with the first's GUIDs from then on (NodeGUID, SystemImageGUID, and each port's PortGUID by port number; a switch's ports all carry its GUID), as a card flashed with another's image does; a GUID two nodes then answer with names the first of them in the fabric file |
 //! | `loss P [TARGET]` | probability that a MAD is lost |
 //! | `duplicate P [TARGET]` | probability that a MAD is delivered twice |
 //! | `reorder P TIME [TARGET]` | probability that a MAD is held back by up to TIME, so later ones overtake it |
@@ -160,6 +161,11 @@ pub enum Action<N = NodeRef, P = PortRef> {
         from: P,
         to: P,
     },
+    /// Node `to` answers with the GUIDs of node `from` (a cloned or mis-flashed device).
+    CloneGuid {
+        from: N,
+        to: N,
+    },
     Fault {
         target: Target<N, P>,
         param: FaultParam,
@@ -249,6 +255,7 @@ impl std::fmt::Display for Action {
             Action::Reboot { node, down } => write!(f, "reboot {node} down {}", t(*down)),
             Action::Remove(n) => write!(f, "remove {n}"),
             Action::Unplug(n) => write!(f, "unplug {n}"),
+            Action::CloneGuid { from, to } => write!(f, "clone-guid {from} {to}"),
             Action::Plug(n) => write!(f, "plug {n}"),
             Action::Silent { node, on } => {
                 write!(f, "silent {node}{}", if *on { "" } else { " off" })
@@ -800,6 +807,10 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             from: l.port()?,
             to: l.port()?,
         },
+        "clone-guid" => Action::CloneGuid {
+            from: l.node()?,
+            to: l.node()?,
+        },
         "loss" => {
             let p = l.prob()?;
             Action::Fault {
@@ -1187,6 +1198,25 @@ mod tests {
     }
 
     #[test]
+    fn clone_guid_names_two_nodes() {
+        assert_eq!(
+            one("at 0 clone-guid \"host 1\" 0x5"),
+            Ok(Action::CloneGuid {
+                from: desc("host 1"),
+                to: NodeRef::Guid(Guid(5)),
+            })
+        );
+        assert_eq!(
+            one("at 0 clone-guid \"host 1\""),
+            Err(Kind::Missing("a node"))
+        );
+        assert_eq!(
+            one("at 0 clone-guid \"a\"[1] \"b\""),
+            Err(Kind::BadNode("\"a\"[1]".into()))
+        );
+    }
+
+    #[test]
     fn written_scenarios_read_back_the_same() {
         let text = r#"
             at 5ms link-down "leaf 3"[1]
@@ -1222,10 +1252,11 @@ mod tests {
             at 9s service "h"[1] 0x10 lease 30
             at 9s service "h"[1] 0x11
             at 123457ns link-down 0x10[2]
+            at 10s clone-guid "host 1" 0x5
             "#;
         let a = Scenario::parse("a", text).unwrap();
         let b = Scenario::parse("b", &a.to_text()).unwrap();
-        assert_eq!(a.events.len(), 33);
+        assert_eq!(a.events.len(), 34);
         for (x, y) in a.events.iter().zip(&b.events) {
             assert_eq!((x.at, &x.action), (y.at, &y.action), "{}", a.to_text());
         }

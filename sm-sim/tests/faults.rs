@@ -11,7 +11,7 @@ use sm_core::fabric::{Fabric, NodeKind, NodeSpec, PortIdx};
 use sm_mad::notice;
 use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::smp;
-use sm_mad::{Guid, Lid, Method, Tid, attr};
+use sm_mad::{Guid, Lid, Method, Tid, attr, node_info};
 use sm_sim::scenario::{Action, FaultParam, ScenarioErrorKind, Target};
 use sm_sim::{Fault, FaultError, Faults, Scenario, Sim, SimConfig};
 
@@ -424,6 +424,44 @@ fn scenario_drives_the_fabric() {
 }
 
 #[test]
+fn a_cloned_node_answers_with_the_first_ones_guids() {
+    let f = fabric();
+    let mut sm = Sm::new(&f, SimConfig::default());
+    let ni = |sm: &mut Sm, path: &[u8]| -> node_info::Repr {
+        sm.dr(Method::Get, attr::NODE_INFO, 0, path, None)
+            .unwrap()
+            .attribute()
+            .unwrap()
+    };
+    let (host1, sw_a) = (ni(&mut sm, &[]), ni(&mut sm, SW1));
+    let text = "at 0 clone-guid \"host-1\" \"host-4\"\nat 0 clone-guid \"sw-a\" \"sw-b\"";
+    sm.sim
+        .load_scenario(&Scenario::parse("clone.scn", text).unwrap())
+        .unwrap();
+    sm.run(0);
+    let host4 = ni(&mut sm, HCA4);
+    assert_eq!(
+        (host4.node_guid, host4.port_guid, host4.system_image_guid),
+        (host1.node_guid, host1.port_guid, host1.system_image_guid)
+    );
+    assert_eq!(host4.local_port_num, 1);
+    let sw_b = ni(&mut sm, SW2);
+    assert_eq!(
+        (sw_b.node_guid, sw_b.port_guid),
+        (sw_a.node_guid, sw_a.port_guid)
+    );
+    assert_eq!(sw_b.local_port_num, 3, "still itself otherwise");
+    // A later scenario naming the GUID means the first node in the file.
+    let text = format!("at 0 silent {:#x}", host1.node_guid.0);
+    sm.sim
+        .load_scenario(&Scenario::parse("later.scn", &text).unwrap())
+        .unwrap();
+    sm.run(0);
+    assert!(sm.sim.node(node(&f, "host-1")).silent);
+    assert!(!sm.sim.node(node(&f, "host-4")).silent);
+}
+
+#[test]
 fn scenario_errors_name_file_line_and_what() {
     let f = fabric();
     let mut sim = Sim::new(&f, SimConfig::default());
@@ -563,7 +601,7 @@ mod random {
         let t = (0u64..20_000).prop_map(|us| format!("{us}us"));
         (
             t,
-            0..12u8,
+            0..13u8,
             node,
             port.clone(),
             port,
@@ -584,6 +622,7 @@ mod random {
                     8 => format!("loss {prob} link {p}"),
                     9 => format!("duplicate {prob} node {n}"),
                     10 => format!("reorder {prob} {us}ns"),
+                    11 => format!("clone-guid {n} \"host-2\""),
                     _ => format!("clear-faults link {p}"),
                 };
                 format!("at {t} {a}")

@@ -194,6 +194,9 @@ struct Report {
     /// programmed, with their SLs: above 0 they can deadlock.
     credit_loops: Option<u64>,
     errors: Vec<String>,
+    /// GUIDs more than one device answered with: where the device kept is, where the
+    /// others left out are.
+    duplicate_guids: Vec<sm_daemon::core::DuplicateGuid>,
     /// Nodes that did not answer (GUID or where they are, description, what went
     /// unanswered): the subnet came up without them.
     unresponsive: Vec<sm_daemon::core::Unresponsive>,
@@ -307,6 +310,7 @@ impl Report {
             vls_used: 1,
             credit_loops: None,
             errors: r.errors.clone(),
+            duplicate_guids: r.duplicate_guids.clone(),
             unresponsive: r.unresponsive.clone(),
             unhealthy_ports: r.unhealthy_ports.clone(),
             bad_m_key_traps: 0,
@@ -1118,6 +1122,11 @@ fn finish(
     let standby = r.sm_state == "standby";
     if must_be_up && !r.subnet_up && !standby {
         bail!("subnet not up: {}", missing(&r));
+    }
+    // Up without what it could not take in (a device with a duplicated GUID): a fault of
+    // the fabric that --once must not pass over.
+    if args.once && !standby && !r.errors.is_empty() {
+        bail!("subnet up with errors: {}", r.errors.join("; "));
     }
     if let (true, Some(msg)) = (args.once, deadlock) {
         bail!(msg);

@@ -164,6 +164,19 @@ pub(crate) fn status(a: Args) -> anyhow::Result<()> {
     for u in &s.unhealthy {
         row("unhealthy", format!("{}:{} {}", u.node, u.port, u.reason));
     }
+    for d in &s.duplicate_guids {
+        row(
+            "duplicate GUID",
+            format!(
+                "{} ({}): kept {}; left out {} ({})",
+                d.guid,
+                d.kind,
+                d.kept,
+                d.left_out.join(", "),
+                d.why
+            ),
+        );
+    }
     print!("{out}");
     if !s.recent_events.is_empty() {
         println!("recent events:");

@@ -8,8 +8,17 @@
 //! in a later pass (up to [`PASSES`]; once only where its destination stopped answering),
 //! and what is still unanswered after the last pass stays unknown: the node behind an
 //! unanswered NodeInfo is not in the model, and the sweep reports it.
+//!
+//! A GUID two devices answer with (a cloned or mis-flashed HCA or switch) shows as one node
+//! met in two places: a port seen linked to two peers, a NodeInfo that disagrees with the
+//! first one (type, ports, vendor, device), a port whose peer answers as the port itself,
+//! a port GUID another port already holds. The device met first is kept, the other left
+//! out and reported ([`Discovery::take_duplicates`]). A switch met again through a port it
+//! had not read yet only claims that link: the switch's own look through the port, from
+//! its own route, decides, and when two claims meet on one port that look is asked for.
+//! Without a conflict no claim is checked, so discovery still asks through each link once.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use sm_core::fabric::{Fabric, NodeIdx, NodeKind, NodeSpec, PortIdx, Speed, UNKNOWN_GUID};
 use sm_core::idx::IdxVec;
@@ -21,6 +30,7 @@ use sm_mad::{
 use super::election::{RemoteSm, key_matches};
 use super::mkeys::KeyHolder;
 use super::model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
+use super::report::DuplicateGuid;
 use super::requests::DestKey;
 use super::{Purpose, Target, Work, dest};
 
@@ -56,6 +66,27 @@ pub(super) struct Discovery {
     skip: HashSet<DestKey>,
     /// What stays unknown.
     missing: Vec<Missing>,
+    /// The port each node was first reached through (`None`: the SM's own node).
+    entry: IdxVec<NodeIdx, Option<PortIdx>>,
+    /// Ports of switches met before, linked by a NodeInfo that arrived through them. The
+    /// switch's own look through the port confirms or overturns the link.
+    claims: HashSet<PortIdx>,
+    /// Further arrivals at a claimed port (the ports they came from), until the switch's
+    /// own look through it says which is its peer.
+    disputes: HashMap<PortIdx, Vec<PortIdx>>,
+    /// Ports whose own look was asked for to settle a dispute.
+    arbitrating: HashSet<PortIdx>,
+    /// GUIDs met in two places, by kind and GUID.
+    duplicates: BTreeMap<(&'static str, Guid), DuplicateGuid>,
+}
+
+/// A directed route as `smpquery -D` takes it.
+fn dr(path: &DrPath) -> String {
+    std::iter::once(0)
+        .chain(path.iter().copied())
+        .map(|h| h.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn get(
@@ -76,6 +107,25 @@ fn get(
         retries: None,
         dest: Some(dest),
         key,
+    }
+}
+
+/// Logs each duplicated GUID once: as an error when a sweep first finds it (not found by
+/// the sweep before), and when a sweep no longer does.
+pub(super) fn log_duplicates(before: &[DuplicateGuid], now: &[DuplicateGuid]) {
+    let same = |a: &DuplicateGuid, b: &DuplicateGuid| a.kind == b.kind && a.guid == b.guid;
+    for d in now.iter().filter(|d| !before.iter().any(|b| same(b, d))) {
+        tracing::error!(
+            guid = %d.guid,
+            kind = %d.kind,
+            kept = %d.kept,
+            left_out = ?d.left_out,
+            why = %d.why,
+            "duplicate GUID: two devices answer with it; the one met first is kept, the other left out of the subnet"
+        );
+    }
+    for d in before.iter().filter(|d| !now.iter().any(|n| same(n, d))) {
+        tracing::info!(guid = %d.guid, kind = %d.kind, "duplicate GUID no longer seen");
     }
 }
 
@@ -234,20 +284,49 @@ impl Discovery {
 
     fn on_node_info(&mut self, info: node_info::Repr, path: DrPath, from: Option<PortIdx>) {
         let lp = info.local_port_num;
-        let node = match self.fabric.node_by_guid(info.node_guid) {
-            Some(n) => n,
-            None => match self.add_node(&info, path) {
-                Some(n) => n,
-                None => return,
-            },
+        if let Some(f) = from {
+            if !self.own_look(f, &info, lp) {
+                return;
+            }
+        }
+        let (node, fresh) = match self.fabric.node_by_guid(info.node_guid) {
+            Some(n) => {
+                if let Some(why) = self.disagrees(n, &info) {
+                    self.duplicate("node", info.node_guid, n, from, why);
+                    return;
+                }
+                (n, false)
+            }
+            None => {
+                if let Some(holder) = self.port_guid_holder(&info) {
+                    let why = "a node met elsewhere already holds it".to_string();
+                    self.duplicate("port", Self::port_guid(&info), holder, from, why);
+                    return;
+                }
+                match self.add_node(&info, path, from) {
+                    Some(n) => (n, true),
+                    None => return,
+                }
+            }
         };
         let Some(port) = self.fabric.port_of(node, lp) else {
             tracing::warn!(node = %info.node_guid, port = lp, "NodeInfo names a port the node does not have");
             return;
         };
+        if from == Some(port) {
+            let why = format!("the port behind its port {lp} answers as that port itself");
+            self.duplicate("node", info.node_guid, node, from, why);
+            return;
+        }
         if self.fabric.node(node).kind != NodeKind::Switch && self.ports[port].path.is_none() {
-            if let Err(e) = self.fabric.set_port_guid(port, info.port_guid) {
-                tracing::warn!(node = %info.node_guid, port = lp, "port GUID not taken: {e}");
+            if self.fabric.set_port_guid(port, info.port_guid).is_err() {
+                if let Some(holder) = self.port_guid_holder(&info) {
+                    let why = format!("port {lp} of {} answers with it", info.node_guid);
+                    self.duplicate("port", info.port_guid, holder, from, why);
+                } else {
+                    tracing::warn!(node = %info.node_guid, port = lp, "port GUID not taken");
+                }
+                return;
             }
             self.ports[port].path = Some(path);
             self.queue.push_back(get(
@@ -263,14 +342,240 @@ impl Discovery {
             self.own = Some(port);
         }
         if let Some(from) = from {
-            if let Err(e) = self.fabric.connect(from, port) {
-                tracing::warn!("a port seen linked to two places; keeping the first: {e}");
-            }
+            self.link(from, port, fresh);
         }
     }
 
+    /// A NodeInfo sent through `f` (from its node's own route) answered: that is what is
+    /// behind `f`. A link an arrival only claimed there gives way to it; false when the
+    /// answer contradicts a link `f`'s node had seen itself (something moved meanwhile:
+    /// the first stays).
+    fn own_look(&mut self, f: PortIdx, info: &node_info::Repr, lp: u8) -> bool {
+        let Some(o) = self.fabric.port(f).remote else {
+            return true;
+        };
+        let answered = self
+            .fabric
+            .node_by_guid(info.node_guid)
+            .and_then(|n| self.fabric.port_of(n, lp));
+        if answered == Some(o) {
+            // Both ends agree.
+            self.claims.remove(&f);
+            return true;
+        }
+        if !self.claims.remove(&f) {
+            let (node, num) = self.name(f);
+            tracing::warn!(
+                node = %node,
+                port = num,
+                now = %info.node_guid,
+                now_port = lp,
+                "a port seen linked to two places (a cable moved?); keeping the first"
+            );
+            return false;
+        }
+        // The arrival came from another device with this switch's GUID.
+        let n = self.fabric.port(f).node;
+        let why = format!(
+            "port {} of the first leads to {}[{lp}]",
+            self.fabric.port(f).num,
+            info.node_guid
+        );
+        self.duplicate("node", self.fabric.node(n).guid, n, Some(o), why);
+        self.fabric.disconnect(f);
+        true
+    }
+
+    /// Links `from` (whose node's own route sent the NodeInfo) to `port`, where it
+    /// arrived; `fresh`: the node was first met by this arrival.
+    fn link(&mut self, from: PortIdx, port: PortIdx, fresh: bool) {
+        let n = self.fabric.port(port).node;
+        let switch = self.fabric.node(n).kind == NodeKind::Switch;
+        match self.fabric.port(port).remote {
+            Some(o) if o == from => {}
+            Some(_) if switch && self.claims.contains(&port) => {
+                // Two arrivals claim one port of a switch: its own look decides.
+                self.disputes.entry(port).or_default().push(from);
+                self.arbitrate(port);
+            }
+            Some(_) => {
+                let why = format!(
+                    "port {} seen linked to two places",
+                    self.fabric.port(port).num
+                );
+                let guid = self.fabric.node(n).guid;
+                self.duplicate("node", guid, n, Some(from), why);
+            }
+            None => match self.fabric.connect(from, port) {
+                Ok(()) if switch && !fresh => {
+                    self.claims.insert(port);
+                }
+                Ok(()) => {}
+                Err(e) => tracing::warn!("link not taken into the model: {e}"),
+            },
+        }
+        self.settle(from);
+    }
+
+    /// Asks for the look of `port`'s switch through it, from the switch's own route.
+    fn arbitrate(&mut self, port: PortIdx) {
+        if !self.arbitrating.insert(port) {
+            return;
+        }
+        let p = self.fabric.port(port);
+        let (num, guid) = (p.num, self.fabric.node(p.node).guid);
+        let mut path = self.nodes[p.node].path;
+        if path.push(num) {
+            self.queue.push_back(get(
+                Purpose::NodeInfo {
+                    path,
+                    from: Some(port),
+                },
+                attr::NODE_INFO,
+                0,
+                path,
+                dest::behind(guid, num),
+                KeyHolder::Behind(guid, num),
+            ));
+        }
+    }
+
+    /// The disputes at `x` once its own look answered: every arrival that is not its peer
+    /// came from another device with its GUID.
+    fn settle(&mut self, x: PortIdx) {
+        let Some(arrivals) = self.disputes.remove(&x) else {
+            return;
+        };
+        let peer = self.fabric.port(x).remote;
+        let n = self.fabric.port(x).node;
+        let guid = self.fabric.node(n).guid;
+        for f in arrivals.into_iter().filter(|&f| Some(f) != peer) {
+            let why = format!("port {} seen linked to two places", self.fabric.port(x).num);
+            self.duplicate("node", guid, n, Some(f), why);
+        }
+    }
+
+    /// How a NodeInfo for a GUID already met shows another device, if it does.
+    fn disagrees(&self, n: NodeIdx, info: &node_info::Repr) -> Option<String> {
+        let first = &self.nodes[n].info;
+        let what = |i: &node_info::Repr| {
+            format!(
+                "{:?} with {} ports, vendor {:#x} device {:#x}",
+                i.node_type, i.num_ports, i.vendor_id, i.device_id
+            )
+        };
+        let switch = first.node_type == node_info::NodeType::Switch;
+        let differs = first.node_type != info.node_type
+            || first.num_ports != info.num_ports
+            || first.vendor_id != info.vendor_id
+            || first.device_id != info.device_id
+            || (switch && first.port_guid != info.port_guid);
+        differs.then(|| {
+            format!(
+                "a NodeInfo of {} where the first is {}",
+                what(info),
+                what(first)
+            )
+        })
+    }
+
+    /// The GUID the model names the answering port by (a switch's ports go by its node
+    /// GUID).
+    fn port_guid(info: &node_info::Repr) -> Guid {
+        if info.node_type == node_info::NodeType::Switch {
+            info.node_guid
+        } else {
+            info.port_guid
+        }
+    }
+
+    /// The node already holding the answering port's GUID, for a node not met before.
+    fn port_guid_holder(&self, info: &node_info::Repr) -> Option<NodeIdx> {
+        let g = Self::port_guid(info);
+        let f = &self.fabric;
+        f.port_by_guid(g)
+            .map(|p| f.port(p).node)
+            .or_else(|| f.node_by_guid(g).filter(|_| g != info.node_guid))
+    }
+
+    fn name(&self, p: PortIdx) -> (Guid, u8) {
+        let port = self.fabric.port(p);
+        (self.fabric.node(port.node).guid, port.num)
+    }
+
+    /// Where a device is: behind the port it was reached through (with the route through
+    /// it), or the SM's own node.
+    fn place(&self, behind: Option<PortIdx>) -> String {
+        let Some(p) = behind else {
+            return "the SM's own node".into();
+        };
+        let (g, num) = self.name(p);
+        // Every look through a port goes from its node's own route.
+        let mut path = self.route_to(p).unwrap_or_default();
+        let route = if path.push(num) {
+            dr(&path)
+        } else {
+            "?".into()
+        };
+        format!("behind {g}[{num}] (DR path {route})")
+    }
+
+    /// `guid` (of `kind`, held by node `first`) answered again from another device, reached
+    /// behind `from`.
+    fn duplicate(
+        &mut self,
+        kind: &'static str,
+        guid: Guid,
+        first: NodeIdx,
+        from: Option<PortIdx>,
+        why: String,
+    ) {
+        let elsewhere = self.place(from);
+        let kept = self.place(self.entry[first]);
+        let d = self
+            .duplicates
+            .entry((kind, guid))
+            .or_insert_with(|| DuplicateGuid {
+                guid: guid.to_string(),
+                kind: kind.into(),
+                kept,
+                left_out: Vec::new(),
+                why,
+            });
+        if !d.left_out.contains(&elsewhere) {
+            tracing::debug!(%guid, kind, elsewhere, "a GUID met again in another place");
+            d.left_out.push(elsewhere);
+        }
+    }
+
+    /// The GUIDs met in two places, in GUID order. Disputes never settled (the switch's own
+    /// look went unanswered) count as well: one of the arrivals is another device.
+    pub(super) fn take_duplicates(&mut self) -> Vec<DuplicateGuid> {
+        let open: Vec<(PortIdx, Vec<PortIdx>)> = self.disputes.drain().collect();
+        for (x, arrivals) in open {
+            let n = self.fabric.port(x).node;
+            let (guid, num) = self.name(x);
+            for f in arrivals {
+                let why = format!("two devices answer as its port {num}");
+                self.duplicate("node", guid, n, Some(f), why);
+            }
+        }
+        std::mem::take(&mut self.duplicates)
+            .into_values()
+            .map(|mut d| {
+                d.left_out.sort();
+                d
+            })
+            .collect()
+    }
+
     /// A node seen for the first time: into the model, and its attributes asked for.
-    fn add_node(&mut self, info: &node_info::Repr, path: DrPath) -> Option<NodeIdx> {
+    fn add_node(
+        &mut self,
+        info: &node_info::Repr,
+        path: DrPath,
+        from: Option<PortIdx>,
+    ) -> Option<NodeIdx> {
         let kind = match info.node_type {
             node_info::NodeType::Switch => NodeKind::Switch,
             node_info::NodeType::Router => NodeKind::Router,
@@ -301,6 +606,7 @@ impl Discovery {
             switch_info: None,
             path,
         });
+        self.entry.push(from);
         self.ports
             .resize(self.fabric.ports().len(), PortFacts::default());
         let to = dest::node(info.node_guid);
@@ -396,6 +702,11 @@ impl Discovery {
         let own = self.own.ok_or(DiscoverError::NoOwnPort)?;
         let lost = std::mem::take(&mut self.lost);
         for w in &lost {
+            // A look asked for to settle a dispute: the duplicate is reported instead.
+            if matches!(w.purpose, Purpose::NodeInfo { from: Some(p), .. } if self.arbitrating.contains(&p))
+            {
+                continue;
+            }
             let m = self.missing(w);
             self.missing.push(m);
         }
@@ -429,5 +740,235 @@ impl Discovery {
             absent: Default::default(),
         }
         .canonical())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sm_mad::Tid;
+    use sm_mad::node_info::NodeType;
+
+    fn info(
+        node_type: NodeType,
+        guid: u64,
+        port_guid: u64,
+        ports: u8,
+        local: u8,
+    ) -> node_info::Repr {
+        node_info::Repr {
+            base_version: 1,
+            class_version: 1,
+            node_type,
+            num_ports: ports,
+            system_image_guid: Guid(guid),
+            node_guid: Guid(guid),
+            port_guid: Guid(port_guid),
+            partition_cap: 16,
+            device_id: 1,
+            revision: 0,
+            local_port_num: local,
+            vendor_id: 2,
+        }
+    }
+
+    fn answer(d: &mut Discovery, path: &[u8], from: Option<PortIdx>, ni: node_info::Repr) {
+        let mut s = smp::Repr::dr_get(Tid(1), attr::NODE_INFO, 0, path).unwrap();
+        s.method = Method::GetResp;
+        s.set_attribute(&ni).unwrap();
+        let path = DrPath::try_from(path).unwrap();
+        d.on_answer(Purpose::NodeInfo { path, from }, &s);
+    }
+
+    fn port(d: &Discovery, guid: u64, num: u8) -> PortIdx {
+        let n = d.fabric.node_by_guid(Guid(guid)).unwrap();
+        d.fabric.port_of(n, num).unwrap()
+    }
+
+    /// The SM's own host (0x10, port 0x11) and the switch 0x20 (8 ports) on its port 1,
+    /// reached at its port 1.
+    fn started() -> Discovery {
+        let mut d = Discovery::start(HashSet::new(), 0);
+        answer(&mut d, &[], None, info(NodeType::Ca, 0x10, 0x11, 1, 1));
+        let own = port(&d, 0x10, 1);
+        answer(
+            &mut d,
+            &[1],
+            Some(own),
+            info(NodeType::Switch, 0x20, 0x20, 8, 1),
+        );
+        d
+    }
+
+    #[test]
+    fn a_port_whose_peer_answers_as_itself_is_a_copy_back_to_back() {
+        let mut d = Discovery::start(HashSet::new(), 0);
+        answer(&mut d, &[], None, info(NodeType::Ca, 0x10, 0x11, 1, 1));
+        let own = port(&d, 0x10, 1);
+        answer(
+            &mut d,
+            &[1],
+            Some(own),
+            info(NodeType::Ca, 0x10, 0x11, 1, 1),
+        );
+        let dups = d.take_duplicates();
+        assert_eq!(dups.len(), 1, "{dups:?}");
+        assert_eq!(dups[0].guid, Guid(0x10).to_string());
+        assert_eq!(dups[0].kept, "the SM's own node");
+        assert_eq!(
+            dups[0].left_out,
+            [format!("behind {}[1] (DR path 0,1)", Guid(0x10))]
+        );
+        assert_eq!(d.fabric.port(own).remote, None);
+    }
+
+    #[test]
+    fn a_port_guid_another_node_holds_leaves_the_second_out() {
+        let mut d = started();
+        let sw2 = port(&d, 0x20, 2);
+        answer(
+            &mut d,
+            &[1, 2],
+            Some(sw2),
+            info(NodeType::Ca, 0x30, 0x11, 1, 1),
+        );
+        let dups = d.take_duplicates();
+        assert_eq!(dups.len(), 1, "{dups:?}");
+        assert_eq!(
+            (dups[0].kind.as_str(), dups[0].guid.clone()),
+            ("port", Guid(0x11).to_string())
+        );
+        assert_eq!(dups[0].kept, "the SM's own node");
+        assert_eq!(
+            dups[0].left_out,
+            [format!("behind {}[2] (DR path 0,1,2)", Guid(0x20))]
+        );
+        assert!(d.fabric.node_by_guid(Guid(0x30)).is_none());
+        assert_eq!(d.fabric.port(sw2).remote, None);
+    }
+
+    #[test]
+    fn a_link_met_from_both_ends_is_one_switch() {
+        // 0x20[2] -- [1]0x40[3] -- [3]0x20: the switch 0x20 is met again through 0x40,
+        // then looks through its port 3 itself and finds 0x40 there.
+        let mut d = started();
+        let sw2 = port(&d, 0x20, 2);
+        answer(
+            &mut d,
+            &[1, 2],
+            Some(sw2),
+            info(NodeType::Switch, 0x40, 0x40, 8, 1),
+        );
+        let other3 = port(&d, 0x40, 3);
+        answer(
+            &mut d,
+            &[1, 2, 3],
+            Some(other3),
+            info(NodeType::Switch, 0x20, 0x20, 8, 3),
+        );
+        let sw3 = port(&d, 0x20, 3);
+        assert_eq!(d.fabric.port(sw3).remote, Some(other3));
+        assert!(d.claims.contains(&sw3), "a claim until 0x20 looks itself");
+        answer(
+            &mut d,
+            &[1, 3],
+            Some(sw3),
+            info(NodeType::Switch, 0x40, 0x40, 8, 3),
+        );
+        assert!(d.claims.is_empty());
+        assert!(d.take_duplicates().is_empty());
+    }
+
+    #[test]
+    fn a_claim_the_switch_does_not_confirm_came_from_a_copy() {
+        // Behind 0x40[3] a second 0x20 answers at its port 3; the first 0x20's own port 3
+        // leads to 0x50.
+        let mut d = started();
+        let sw2 = port(&d, 0x20, 2);
+        answer(
+            &mut d,
+            &[1, 2],
+            Some(sw2),
+            info(NodeType::Switch, 0x40, 0x40, 8, 1),
+        );
+        let other3 = port(&d, 0x40, 3);
+        answer(
+            &mut d,
+            &[1, 2, 3],
+            Some(other3),
+            info(NodeType::Switch, 0x20, 0x20, 8, 3),
+        );
+        let sw3 = port(&d, 0x20, 3);
+        answer(
+            &mut d,
+            &[1, 3],
+            Some(sw3),
+            info(NodeType::Switch, 0x50, 0x50, 8, 1),
+        );
+        assert_eq!(d.fabric.port(sw3).remote, Some(port(&d, 0x50, 1)));
+        assert_eq!(d.fabric.port(other3).remote, None);
+        let dups = d.take_duplicates();
+        assert_eq!(dups.len(), 1, "{dups:?}");
+        assert_eq!(
+            dups[0].kept,
+            format!("behind {}[1] (DR path 0,1)", Guid(0x10))
+        );
+        assert_eq!(
+            dups[0].left_out,
+            [format!("behind {}[3] (DR path 0,1,2,3)", Guid(0x40))]
+        );
+    }
+
+    #[test]
+    fn two_claims_on_one_port_ask_the_switch_and_its_answer_settles_them() {
+        // 0x40[3] and 0x60[3] both reach a 0x20 at its port 3: the first 0x20 is asked
+        // what its port 3 leads to, and says 0x60.
+        let mut d = started();
+        let sw2 = port(&d, 0x20, 2);
+        let sw4 = port(&d, 0x20, 4);
+        answer(
+            &mut d,
+            &[1, 2],
+            Some(sw2),
+            info(NodeType::Switch, 0x40, 0x40, 8, 1),
+        );
+        answer(
+            &mut d,
+            &[1, 4],
+            Some(sw4),
+            info(NodeType::Switch, 0x60, 0x60, 8, 1),
+        );
+        let (a, b) = (port(&d, 0x40, 3), port(&d, 0x60, 3));
+        answer(
+            &mut d,
+            &[1, 2, 3],
+            Some(a),
+            info(NodeType::Switch, 0x20, 0x20, 8, 3),
+        );
+        answer(
+            &mut d,
+            &[1, 4, 3],
+            Some(b),
+            info(NodeType::Switch, 0x20, 0x20, 8, 3),
+        );
+        let sw3 = port(&d, 0x20, 3);
+        let asked = std::iter::from_fn(|| d.next_work()).any(|w| {
+            matches!(w.purpose, Purpose::NodeInfo { from: Some(p), path } if p == sw3 && *path == [1, 3])
+        });
+        assert!(asked, "the switch's own look is asked for");
+        answer(
+            &mut d,
+            &[1, 3],
+            Some(sw3),
+            info(NodeType::Switch, 0x60, 0x60, 8, 3),
+        );
+        assert_eq!(d.fabric.port(sw3).remote, Some(b));
+        assert_eq!(d.fabric.port(a).remote, None);
+        let dups = d.take_duplicates();
+        assert_eq!(dups.len(), 1, "{dups:?}");
+        assert_eq!(
+            dups[0].left_out,
+            [format!("behind {}[3] (DR path 0,1,2,3)", Guid(0x40))]
+        );
     }
 }

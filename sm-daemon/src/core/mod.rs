@@ -62,7 +62,7 @@ use mcast::{McastSet, McastState, SyncInput};
 pub use model::{Discovered, DrPath, Missing, NodeFacts, PortFacts};
 pub use plan::{Moved, Plan, PlanError, Repaired, TableBlock, plan};
 use program::{Answered, Programming, Stage};
-pub use report::{LightReport, Nanos, SweepReport, Unresponsive};
+pub use report::{DuplicateGuid, LightReport, Nanos, SweepReport, Unresponsive};
 use requests::{DestKey, Requests};
 pub use requests::{MadCounts, Transmit};
 use shadow::{Shadow, TableKey};
@@ -498,6 +498,8 @@ pub struct Sm {
     ticks: u64,
     /// SMs found without our SM_Key (each logged once).
     untrusted: std::collections::BTreeSet<Guid>,
+    /// GUIDs more than one device answered with, as the last heavy sweep found them.
+    duplicates: Vec<DuplicateGuid>,
 }
 
 impl Sm {
@@ -512,6 +514,7 @@ impl Sm {
             mkeys: mkeys::MKeys::new(&p),
             ticks: 0,
             untrusted: Default::default(),
+            duplicates: Vec::new(),
             p,
             timers: TimerTable::default(),
             queue: VecDeque::new(),
@@ -534,6 +537,11 @@ impl Sm {
             up: false,
             mcast: McastState::default(),
         }
+    }
+
+    /// GUIDs more than one device answered with, as the last heavy sweep found them.
+    pub fn duplicate_guids(&self) -> &[DuplicateGuid] {
+        &self.duplicates
     }
 
     /// Traps muted (their issuer babbled) and traps refused as forged, since the start.
@@ -1279,9 +1287,10 @@ impl Sm {
     }
 
     /// Discovery is done: the election, then a plan and its programming.
-    fn on_discovered(&mut self, now: Instant, d: Box<discover::Discovery>) {
+    fn on_discovered(&mut self, now: Instant, mut d: Box<discover::Discovery>) {
         self.sweep.report.discovery_ns = (now - self.sweep.phase_at).as_nanos() as u64;
         self.sweep.phase_at = now;
+        let dups = d.take_duplicates();
         let m = match d.finish() {
             Ok(m) => m,
             Err(e) => {
@@ -1308,6 +1317,9 @@ impl Sm {
             }
         }
         self.sweep.report.untrusted_sms = m.untrusted.iter().map(|u| u.0.to_string()).collect();
+        discover::log_duplicates(&self.duplicates, &dups);
+        self.duplicates.clone_from(&dups);
+        self.sweep.report.duplicate_guids = dups;
         let (decision, actions) = self.election.decide(&m.sms, m.own_guid());
         self.mkeys.note_neighbors(&m);
         let mut m = m;
@@ -1321,6 +1333,7 @@ impl Sm {
                 let actions = self.election.become_standby(now, master);
                 self.act(now, actions);
                 self.sweep.report.sm_state = "standby".into();
+                self.sweep.report.list_duplicates();
                 self.sweep.report.sweep_ns = (now - self.sweep.started_at).as_nanos() as u64;
                 if self.mkeys.take_changed() {
                     self.events.push_back(Event::KeysChanged);
@@ -1720,6 +1733,7 @@ impl Sm {
         r.sweep_ns = (now - self.sweep.started_at).as_nanos() as u64;
         // Up: every port that answers holds what it should; who did not answer is listed.
         r.subnet_up = r.errors.is_empty();
+        r.list_duplicates();
         r.sm_state = "master".into();
         self.up = r.subnet_up;
         if !r.heavy {

@@ -17,6 +17,37 @@ pub struct Unresponsive {
     pub what: Vec<String>,
 }
 
+/// A GUID more than one device answers with (a cloned or mis-flashed HCA or switch). The SM
+/// keeps the device it met first and leaves the other out, with whatever only it leads to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DuplicateGuid {
+    pub guid: String,
+    /// `node` (a NodeGUID) or `port` (a PortGUID).
+    pub kind: String,
+    /// The device kept: the port it was first reached behind (or the SM's own node) and the
+    /// directed route to it, as `smpquery -D` takes it.
+    pub kept: String,
+    /// Where another device answered with the GUID (a switch is met behind each of its
+    /// links), left out of the subnet.
+    pub left_out: Vec<String>,
+    /// What gave it away.
+    pub why: String,
+}
+
+impl std::fmt::Display for DuplicateGuid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "duplicate {} GUID {}: kept {}; another device answers with it {}, left out ({})",
+            self.kind,
+            self.guid,
+            self.kept,
+            self.left_out.join(" and "),
+            self.why
+        )
+    }
+}
+
 /// What one sweep did, for the `info!` line and the JSON report.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SweepReport {
@@ -88,8 +119,11 @@ pub struct SweepReport {
     /// Routing computation only (wall clock when a stopwatch is given, else 0).
     pub routing_ns: Nanos,
     pub sweep_ns: Nanos,
-    /// Errors met on the way (a sweep with errors is retried).
+    /// Errors met on the way. A sweep with errors is retried, except for duplicated GUIDs
+    /// (listed here too): sweeping again cannot mend them.
     pub errors: Vec<String>,
+    /// GUIDs more than one device answered with (heavy sweeps).
+    pub duplicate_guids: Vec<DuplicateGuid>,
     /// Nodes that did not answer: the subnet is up without them, and later sweeps try
     /// them again.
     pub unresponsive: Vec<Unresponsive>,
@@ -132,6 +166,13 @@ impl SweepReport {
             + self.pkey_blocks_sent
             + self.qos_sets
             + self.mcast_sets
+    }
+
+    /// Lists the duplicated GUIDs among the errors. Done once the sweep's outcome is
+    /// decided: they fail a `--once` run, not the sweep (another cannot mend them).
+    pub(super) fn list_duplicates(&mut self) {
+        self.errors
+            .extend(self.duplicate_guids.iter().map(ToString::to_string));
     }
 
     /// Takes the wire counters of the sweep (`now` minus `at_start`).
