@@ -8,7 +8,7 @@ use sm_mad::port_info::{PhysPortState, PortState};
 use sm_mad::sm_info::SmState;
 use sm_mad::{Guid, Lid, PKey, Sl};
 use sm_sim::Sim;
-use sm_sim::scenario::{Action, FaultParam, Target};
+use sm_sim::scenario::{Action, FaultParam, NodeRef, Target};
 use sm_sim::trace::{AllPairsOptions, DropReason, Dropped, PKeyChoice, Tracer};
 
 use super::{Case, Nanos, Outcome, Violation};
@@ -47,6 +47,8 @@ struct Windows {
     events: Vec<Nanos>,
     /// Times SMs start or stop.
     sm_changes: Vec<Nanos>,
+    /// Hosts plugged in with another's GUIDs: (time, original, copy).
+    clones: Vec<(Nanos, Guid, Guid)>,
 }
 
 impl Windows {
@@ -70,6 +72,10 @@ impl Windows {
                     }
                 }
                 Action::StartSm { .. } | Action::StopSm(_) => w.sm_changes.push(e.at),
+                Action::CloneGuid {
+                    from: NodeRef::Guid(a),
+                    to: NodeRef::Guid(b),
+                } => w.clones.push((e.at, *a, *b)),
                 _ => {}
             }
         }
@@ -407,7 +413,17 @@ impl Checker {
             .into_iter()
             .map(|u| (u.node, u.port))
             .collect();
-        let comp = component(&d.sim, f, sm_port, &unhealthy);
+        let mut comp = component(&d.sim, f, sm_port, &unhealthy);
+        // Two devices with one GUID: the SM keeps one and leaves the other out.
+        for &(at, a, b) in &self.windows.clones {
+            if at <= now {
+                for g in [a, b] {
+                    if let Some(n) = f.node_by_guid(g) {
+                        comp.remove(&n);
+                    }
+                }
+            }
+        }
         self.lids_check(&d.sim, f, now);
         self.reach_check(&d.sim, &tracer, f, &comp, now);
         let engine = plan.engine_used.clone();
@@ -889,6 +905,51 @@ impl Checker {
             return;
         }
         self.settled(d, case, now);
+        self.duplicates_check(d, case, now);
+    }
+
+    /// A GUID two devices in the master's reach answer with is reported, not resolved
+    /// in silence.
+    fn duplicates_check(&mut self, d: &SimDriver, case: &Case, now: Nanos) {
+        let f = &case.fabric;
+        let Some(master) = (0..sm_count(d)).find(|&i| {
+            sm_of(d, i).is_some_and(|s| s.sm_state() == SmState::Master && s.is_up())
+        }) else {
+            return;
+        };
+        let Some(sm) = sm_of(d, master) else { return };
+        let sm_port = match master {
+            0 => f
+                .node_by_guid(case.sm_port.0)
+                .and_then(|n| f.port_of(n, case.sm_port.1)),
+            i => d.peers.get(i - 1).map(|p| p.port),
+        };
+        let Some(sm_port) = sm_port else { return };
+        let unhealthy: HashSet<(Guid, u8)> = sm
+            .unhealthy_ports()
+            .into_iter()
+            .map(|u| (u.node, u.port))
+            .collect();
+        let comp = component(&d.sim, f, sm_port, &unhealthy);
+        for (_, a, b) in self.windows.clones.clone() {
+            let (Some(na), Some(nb)) = (f.node_by_guid(a), f.node_by_guid(b)) else {
+                continue;
+            };
+            if !comp.contains(&na) || !comp.contains(&nb) {
+                continue;
+            }
+            let text = a.to_string();
+            let reported = sm
+                .duplicate_guids()
+                .iter()
+                .any(|x| x.guid == text || x.guid.contains(&format!("{:x}", a.0)));
+            if !reported {
+                let detail = format!(
+                    "{b} answers with {a}'s GUIDs, both in the subnet's reach, and the SM reports no duplicate"
+                );
+                self.violate("duplicate-guid-reported", now, detail);
+            }
+        }
     }
 }
 

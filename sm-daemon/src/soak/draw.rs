@@ -104,6 +104,7 @@ pub fn draw(seed: u64, o: &DrawOptions) -> Case {
         sms: vec![(sm_port, 0)],
         groups: Vec::new(),
         gone: Vec::new(),
+        cloned: false,
     };
     s.sms[0].1 = s.base.priority;
     s.peers();
@@ -585,6 +586,8 @@ struct Schedule<'f> {
     groups: Vec<(PortIdx, u128)>,
     /// Nodes removed for good.
     gone: Vec<NodeIdx>,
+    /// A host was plugged in with another's GUID.
+    cloned: bool,
 }
 
 const MGIDS: [u128; 4] = [
@@ -641,6 +644,10 @@ impl Schedule<'_> {
     }
 
     fn one(&mut self, t: Nanos) {
+        if !self.cloned && self.rng.chance(0.02) {
+            self.cloned = true;
+            return self.clone_guid(t);
+        }
         let f = self.fabric;
         let links: Vec<(PortIdx, PortIdx)> = f
             .links()
@@ -851,6 +858,27 @@ impl Schedule<'_> {
                 self.push(t, Action::Service { port, id, lease });
             }
         }
+    }
+
+    /// A host card with another host's GUIDs is plugged in where a host was.
+    fn clone_guid(&mut self, t: Nanos) {
+        let f = self.fabric;
+        let sm_nodes: Vec<NodeIdx> = self.sms.iter().map(|s| f.port(s.0).node).collect();
+        let hosts: Vec<NodeIdx> = f
+            .cas()
+            .filter(|&n| self.alive(n) && !sm_nodes.contains(&n))
+            .collect();
+        let (Some(&a), Some(&b)) = (self.rng.pick(&hosts), self.rng.pick(&hosts)) else {
+            return;
+        };
+        if a == b {
+            return;
+        }
+        let (from, to) = (node_ref(f, a), node_ref(f, b));
+        self.push(t, Action::Unplug(to.clone()));
+        self.push(t, Action::CloneGuid { from, to: to.clone() });
+        let back = self.later(t, S, 10 * S);
+        self.push(back, Action::Plug(to));
     }
 
     /// A configuration reload: a partition added or removed, another engine, another LMC.
