@@ -514,7 +514,8 @@ fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
 }
 
 /// In the SM's pod every core of a group reaches the SM only through that pod's spine of
-/// the group, and the SM's leaf hears from every spine of the pod only across their
+/// the group, the pod's leaves reach it through the one spine the balanced routes give
+/// the SM's LID, and the SM's leaf hears from every spine of the pod only across their
 /// links to it: when such a link goes, its far end's trap dies with it and the spine (or
 /// leaf) traps alone, with all those ports likely. Rather than read each, the repair
 /// sends a few directed-route probes, each out one likely link and back in another, and
@@ -576,9 +577,9 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
                 let over = r.mads_sent - r.lft_blocks_sent;
                 if step == "down" && !r.trigger.contains(", ") && r.lft_blocks_sent > 0 {
                     // Read one by one, the likely links of a lone spine (its 12 cores and
-                    // any leaf that reaches the SM through it) cost an SMP each and one
-                    // more, those of the SM's leaf (12 spines, then or with them its 12
-                    // hosts) 13 or 25.
+                    // the pod's leaves that reach the SM through it) cost an SMP each
+                    // and one more, those of the SM's leaf (12 spines, then or with them
+                    // its 12 hosts) 13 or 25.
                     let n = likely(&r.trigger);
                     assert!(n >= 12, "{what}: {n} likely links ({})", r.trigger);
                     assert!(over < n, "{what}: {over} SMPs ({})", r.trigger);
