@@ -428,3 +428,88 @@ fn extended_speeds_are_seen_and_forced_once() {
     assert!(first.port_info_sets > 0);
     assert_eq!(again.port_info_sets, 0, "{again:?}");
 }
+
+/// Max switch-to-switch link load under all-to-all traffic and the worst shift
+/// permutation's load, of `routes` on `f`.
+fn balance(topo: &sm_routing::Topo<'_>, routes: &sm_routing::Routes) -> (u64, u32) {
+    let m = sm_routing::metrics(
+        topo,
+        routes,
+        &sm_routing::MetricsOptions {
+            bisections: 0,
+            diversity: false,
+            ..sm_routing::MetricsOptions::default()
+        },
+    );
+    assert_eq!(m.all_to_all.unrouted_flows, 0);
+    (m.all_to_all.switch_links.max, m.shifts.worst_max_load)
+}
+
+/// Wherever the SM runs, the tables it programs into a fat-tree's switches, with the LIDs
+/// it gives the ports (read back from the simulated fabric), load the links as evenly as
+/// the tables routed offline for the same fabric (LIDs in fabric order, no SM), with LMC
+/// 0 to 2, dual-ported hosts and 2 or 3 levels.
+#[test]
+fn fat_tree_tables_are_as_balanced_as_offline_whichever_port_the_sm_is_on() {
+    use sm_routing::{Options, Routes, Topo, route_chain};
+    let trees = [
+        ("ft2 radix 8", r#"{"family":"fat-tree2","radix":8}"#, 0),
+        (
+            "ft3 radix 8, 3 pods",
+            r#"{"family":"fat-tree3","radix":8,"pods":3}"#,
+            1,
+        ),
+        (
+            "ft2 radix 12, 2 ports per CA",
+            r#"{"family":"fat-tree2","radix":12,"ca_ports":2}"#,
+            2,
+        ),
+    ];
+    for (name, json, lmc) in trees {
+        let f = generate(&spec(json)).unwrap();
+        let mut offline = f.clone();
+        LidStore::new().assign(&mut offline, lmc).unwrap();
+        let topo = Topo::new(&offline).unwrap();
+        let routed = route_chain("auto", &topo, &Options::default()).unwrap();
+        assert_eq!(routed.routes.engine, "ftree", "{name}");
+        let want = balance(&topo, &routed.routes);
+
+        let ports: Vec<PortIdx> = f
+            .cas()
+            .flat_map(|n| f.node_ports(n))
+            .filter(|&p| f.port(p).remote.is_some())
+            .collect();
+        // The first and the last host, one between, and a second port of a host.
+        let mut sms = vec![ports[0], ports[ports.len() / 2], ports[ports.len() - 1]];
+        sms.extend(ports.iter().copied().find(|&p| f.port(p).num == 2));
+        for sm in sms {
+            let what = format!("{name}, LMC {lmc}, SM on {}", f.port(sm).guid);
+            let params = Params {
+                routing: "auto".into(),
+                lmc,
+                ..Params::default()
+            };
+            let mut d = SimDriver::new(&f, sm, params, LidStore::new(), SimConfig::default());
+            d.start();
+            let r = next_up(&mut d);
+            assert_eq!(r.engine_used, "ftree", "{what}");
+            // The fabric as programmed: the LIDs its ports hold, the tables its switches
+            // hold.
+            let mut held = f.clone();
+            for p in f.end_ports() {
+                let info = &d.sim.port(p).info;
+                let port = held.port_mut(p);
+                (port.lid, port.lmc) = (info.lid, info.lmc);
+            }
+            let topo = Topo::new(&held).unwrap();
+            let mut programmed = Routes::empty("programmed", &topo);
+            for (i, &n) in topo.switches.iter().enumerate() {
+                let lft = &d.sim.node(n).switch.as_ref().unwrap().lft;
+                for (lid, e) in programmed.lft[i].iter_mut().enumerate() {
+                    *e = lft.get(lid).copied().unwrap_or(255);
+                }
+            }
+            assert_eq!(balance(&topo, &programmed), want, "{what}");
+        }
+    }
+}
