@@ -14,9 +14,9 @@ use sm_daemon::core::{Event, Params, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::port_info::PortState;
 use sm_mad::{Lid, PKey, Sl};
-use sm_sim::SimConfig;
 use sm_sim::trace::{AllPairsOptions, PKeyChoice};
-use support::{all_active_but, all_pairs_delivered};
+use sm_sim::{Fault, SimConfig};
+use support::{all_active_but, all_pairs_delivered, run_watching};
 
 fn spec(json: &str) -> GenSpec {
     serde_json::from_str(json).unwrap()
@@ -448,7 +448,8 @@ fn balance(topo: &sm_routing::Topo<'_>, routes: &sm_routing::Routes) -> (u64, u3
 /// Wherever the SM runs, the tables it programs into a fat-tree's switches, with the LIDs
 /// it gives the ports (read back from the simulated fabric), load the links as evenly as
 /// the tables routed offline for the same fabric (LIDs in fabric order, no SM), with LMC
-/// 0 to 2, dual-ported hosts and 2 or 3 levels.
+/// 0 to 2, dual-ported hosts and 2 or 3 levels. A leaf's uplink that fails and returns
+/// leaves those very tables behind.
 #[test]
 fn fat_tree_tables_are_as_balanced_as_offline_whichever_port_the_sm_is_on() {
     use sm_routing::{Options, Routes, Topo, route_chain};
@@ -487,6 +488,7 @@ fn fat_tree_tables_are_as_balanced_as_offline_whichever_port_the_sm_is_on() {
             let params = Params {
                 routing: "auto".into(),
                 lmc,
+                sweep_interval: std::time::Duration::ZERO,
                 ..Params::default()
             };
             let mut d = SimDriver::new(&f, sm, params, LidStore::new(), SimConfig::default());
@@ -502,14 +504,38 @@ fn fat_tree_tables_are_as_balanced_as_offline_whichever_port_the_sm_is_on() {
                 (port.lid, port.lmc) = (info.lid, info.lmc);
             }
             let topo = Topo::new(&held).unwrap();
+            let lfts = |d: &SimDriver| -> Vec<Vec<u8>> {
+                let table = |n| d.sim.node(n).switch.as_ref().unwrap().lft.clone();
+                topo.switches.iter().map(|&n| table(n)).collect()
+            };
             let mut programmed = Routes::empty("programmed", &topo);
-            for (i, &n) in topo.switches.iter().enumerate() {
-                let lft = &d.sim.node(n).switch.as_ref().unwrap().lft;
-                for (lid, e) in programmed.lft[i].iter_mut().enumerate() {
+            for (row, lft) in programmed.lft.iter_mut().zip(lfts(&d)) {
+                for (lid, e) in row.iter_mut().enumerate() {
                     *e = lft.get(lid).copied().unwrap_or(255);
                 }
             }
             assert_eq!(balance(&topo, &programmed), want, "{what}");
+
+            let before = lfts(&d);
+            let uplink = f
+                .links()
+                .find(|&(a, b)| {
+                    let name = |p: PortIdx| &f.node(f.port(p).node).description;
+                    name(a).starts_with("leaf") && name(b).starts_with("spine")
+                })
+                .unwrap()
+                .0;
+            for (fault, back) in [
+                (Fault::LinkDown(uplink), false),
+                (Fault::LinkUp(uplink), true),
+            ] {
+                let step = format!("{what}, {fault:?}");
+                d.sim.apply_fault(fault).unwrap();
+                let sweeps = run_watching(&mut d, 100_000_000, |_| {});
+                assert!(!sweeps.is_empty(), "{step}: no repair");
+                assert!(sweeps.iter().all(|r| r.subnet_up && !r.heavy), "{step}");
+                assert_eq!(lfts(&d) == before, back, "{step}");
+            }
         }
     }
 }
