@@ -14,9 +14,9 @@ use sm_daemon::core::{Event, Params, SweepReport};
 use sm_daemon::transport::sim::SimDriver;
 use sm_mad::port_info::PortState;
 use sm_mad::{Lid, PKey, Sl};
-use sm_sim::SimConfig;
 use sm_sim::trace::{AllPairsOptions, PKeyChoice};
-use support::{all_active_but, all_pairs_delivered};
+use sm_sim::{Fault, SimConfig};
+use support::{all_active_but, all_pairs_delivered, run_watching};
 
 fn spec(json: &str) -> GenSpec {
     serde_json::from_str(json).unwrap()
@@ -429,4 +429,115 @@ fn extended_speeds_are_seen_and_forced_once() {
     let again = next_up(&mut d);
     assert!(first.port_info_sets > 0);
     assert_eq!(again.port_info_sets, 0, "{again:?}");
+}
+
+/// Max switch-to-switch link load under all-to-all traffic and the worst shift
+/// permutation's load, of `routes` on `f`.
+fn balance(topo: &sm_routing::Topo<'_>, routes: &sm_routing::Routes) -> (u64, u32) {
+    let m = sm_routing::metrics(
+        topo,
+        routes,
+        &sm_routing::MetricsOptions {
+            bisections: 0,
+            diversity: false,
+            ..sm_routing::MetricsOptions::default()
+        },
+    );
+    assert_eq!(m.all_to_all.unrouted_flows, 0);
+    (m.all_to_all.switch_links.max, m.shifts.worst_max_load)
+}
+
+/// Wherever the SM runs, the tables it programs into a fat-tree's switches, with the LIDs
+/// it gives the ports (read back from the simulated fabric), load the links as evenly as
+/// the tables routed offline for the same fabric (LIDs in fabric order, no SM), with LMC
+/// 0 to 2, dual-ported hosts and 2 or 3 levels. A leaf's uplink that fails and returns
+/// leaves those very tables behind.
+#[test]
+fn fat_tree_tables_are_as_balanced_as_offline_whichever_port_the_sm_is_on() {
+    use sm_routing::{Options, Routes, Topo, route_chain};
+    let trees = [
+        ("ft2 radix 8", r#"{"family":"fat-tree2","radix":8}"#, 0),
+        (
+            "ft3 radix 8, 3 pods",
+            r#"{"family":"fat-tree3","radix":8,"pods":3}"#,
+            1,
+        ),
+        (
+            "ft2 radix 12, 2 ports per CA",
+            r#"{"family":"fat-tree2","radix":12,"ca_ports":2}"#,
+            2,
+        ),
+    ];
+    for (name, json, lmc) in trees {
+        let f = generate(&spec(json)).unwrap();
+        let mut offline = f.clone();
+        LidStore::new().assign(&mut offline, lmc).unwrap();
+        let topo = Topo::new(&offline).unwrap();
+        let routed = route_chain("auto", &topo, &Options::default()).unwrap();
+        assert_eq!(routed.routes.engine, "ftree", "{name}");
+        let want = balance(&topo, &routed.routes);
+
+        let ports: Vec<PortIdx> = f
+            .cas()
+            .flat_map(|n| f.node_ports(n))
+            .filter(|&p| f.port(p).remote.is_some())
+            .collect();
+        // The first and the last host, one between, and a second port of a host.
+        let mut sms = vec![ports[0], ports[ports.len() / 2], ports[ports.len() - 1]];
+        sms.extend(ports.iter().copied().find(|&p| f.port(p).num == 2));
+        for sm in sms {
+            let what = format!("{name}, LMC {lmc}, SM on {}", f.port(sm).guid);
+            let params = Params {
+                routing: "auto".into(),
+                lmc,
+                sweep_interval: std::time::Duration::ZERO,
+                ..Params::default()
+            };
+            let mut d = SimDriver::new(&f, sm, params, LidStore::new(), SimConfig::default());
+            d.start();
+            let r = next_up(&mut d);
+            assert_eq!(r.engine_used, "ftree", "{what}");
+            // The fabric as programmed: the LIDs its ports hold, the tables its switches
+            // hold.
+            let mut held = f.clone();
+            for p in f.end_ports() {
+                let info = &d.sim.port(p).info;
+                let port = held.port_mut(p);
+                (port.lid, port.lmc) = (info.lid, info.lmc);
+            }
+            let topo = Topo::new(&held).unwrap();
+            let lfts = |d: &SimDriver| -> Vec<Vec<u8>> {
+                let table = |n| d.sim.node(n).switch.as_ref().unwrap().lft.clone();
+                topo.switches.iter().map(|&n| table(n)).collect()
+            };
+            let mut programmed = Routes::empty("programmed", &topo);
+            for (row, lft) in programmed.lft.iter_mut().zip(lfts(&d)) {
+                for (lid, e) in row.iter_mut().enumerate() {
+                    *e = lft.get(lid).copied().unwrap_or(255);
+                }
+            }
+            assert_eq!(balance(&topo, &programmed), want, "{what}");
+
+            let before = lfts(&d);
+            let uplink = f
+                .links()
+                .find(|&(a, b)| {
+                    let name = |p: PortIdx| &f.node(f.port(p).node).description;
+                    name(a).starts_with("leaf") && name(b).starts_with("spine")
+                })
+                .unwrap()
+                .0;
+            for (fault, back) in [
+                (Fault::LinkDown(uplink), false),
+                (Fault::LinkUp(uplink), true),
+            ] {
+                let step = format!("{what}, {fault:?}");
+                d.sim.apply_fault(fault).unwrap();
+                let sweeps = run_watching(&mut d, 100_000_000, |_| {});
+                assert!(!sweeps.is_empty(), "{step}: no repair");
+                assert!(sweeps.iter().all(|r| r.subnet_up && !r.heavy), "{step}");
+                assert_eq!(lfts(&d) == before, back, "{step}");
+            }
+        }
+    }
 }

@@ -514,14 +514,15 @@ fn each_link_loss_is_looked_at_along_the_way_its_traps_came() {
 }
 
 /// In the SM's pod every core of a group reaches the SM only through that pod's spine of
-/// the group, and the SM's leaf hears from every spine of the pod only across their
+/// the group, the pod's leaves reach it through the one spine the balanced routes give
+/// the SM's LID, and the SM's leaf hears from every spine of the pod only across their
 /// links to it: when such a link goes, its far end's trap dies with it and the spine (or
 /// leaf) traps alone, with all those ports likely. Rather than read each, the repair
 /// sends a few directed-route probes, each out one likely link and back in another, and
 /// reads only the ports of the probe that does not come back (the SM's leaf's host ports
 /// only after its spines' probes). Every link of a spine of the SM's pod and of the SM's
 /// leaf goes down and comes back: the repair costs fewer SMPs than there are likely
-/// ports, nothing is lost or retried, and the tables end as they began.
+/// links, nothing is lost or retried, and the tables end as they began.
 #[test]
 fn a_lone_switchs_likely_links_are_probed_not_each_read() {
     let f = two_pods();
@@ -551,6 +552,21 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
         12 + 12 + 11,
         "a spine's 24 links and the SM's leaf's 12"
     );
+    // A lone switch's likely links: those whose far switch sends the SM's LID across.
+    let sm_lid = usize::from(d.sm.own_lid().0);
+    let likely = |trigger: &str| {
+        let s = f
+            .switches()
+            .find(|&n| trigger.contains(&f.node(n).guid.to_string()))
+            .unwrap();
+        f.node_ports(s)
+            .filter_map(|p| f.port(p).remote)
+            .filter(|&r| {
+                let t = f.node(f.port(r).node);
+                original.get(&t.guid).and_then(|l| l.get(sm_lid)) == Some(&f.port(r).num)
+            })
+            .count() as u64
+    };
     let mut probed = 0;
     for (a, b) in links {
         let name =
@@ -560,10 +576,13 @@ fn a_lone_switchs_likely_links_are_probed_not_each_read() {
             for r in &repaired_cleanly(&mut d, fault, &what) {
                 let over = r.mads_sent - r.lft_blocks_sent;
                 if step == "down" && !r.trigger.contains(", ") && r.lft_blocks_sent > 0 {
-                    // Read one by one, the likely ports of a lone spine (its 12 cores)
-                    // cost 13 SMPs or more, those of the SM's leaf (12 spines, then or
-                    // with them its 12 hosts) 13 or 25.
-                    assert!(over < 12, "{what}: {over} SMPs ({})", r.trigger);
+                    // Read one by one, the likely links of a lone spine (its 12 cores and
+                    // the pod's leaves that reach the SM through it) cost an SMP each
+                    // and one more, those of the SM's leaf (12 spines, then or with them
+                    // its 12 hosts) 13 or 25.
+                    let n = likely(&r.trigger);
+                    assert!(n >= 12, "{what}: {n} likely links ({})", r.trigger);
+                    assert!(over < n, "{what}: {over} SMPs ({})", r.trigger);
                     probed += 1;
                 }
             }

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use sm_core::NodeKind;
 use sm_core::idx::{IdxVec, OptIdx};
 use sm_core::lft::LftTable;
 use sm_mad::Lid;
@@ -148,8 +149,14 @@ pub(crate) fn fill<P: Policy>(
     } else {
         Vec::new()
     };
+    // The SM LID's candidates at each switch where it had a free choice.
+    let mut sm_sets: Vec<[u64; 4]> = if opts.sm_lid.is_some() {
+        vec![[0; 4]; topo.num_switches()]
+    } else {
+        Vec::new()
+    };
     let lid_len = routes.lft.first().map_or(0, Vec::len);
-    let work = |sc: &mut Scratch, s: usize, table: &mut Vec<u8>, ar: Option<&mut SwitchAr>| {
+    let work = |sc: &mut Scratch, s: usize, cell: &mut Cell<'_>| {
         let guid = topo.guid(SwIdx(s as u32));
         let prev = previous
             .and_then(|p| p.get(guid))
@@ -159,28 +166,40 @@ pub(crate) fn fill<P: Policy>(
             policy,
             jobs,
             SwIdx(s as u32),
-            table,
-            ar,
+            cell,
             (lid_len, opts.sm_lid),
             prev,
             sc,
         )
     };
     let cells = topo.num_switches() * lid_len;
+    let (mut ar_it, mut sm_it) = (ar.iter_mut(), sm_sets.iter_mut());
+    let mut per_switch: Vec<Cell<'_>> = routes
+        .lft
+        .iter_mut()
+        .map(|table| Cell {
+            table,
+            ar: ar_it.next(),
+            sm_set: sm_it.next(),
+        })
+        .collect();
+    crate::par::each(&mut per_switch, cells, Scratch::default, work);
+    drop(per_switch);
     if adaptive {
-        let mut pairs: Vec<(&mut Vec<u8>, &mut SwitchAr)> =
-            routes.lft.iter_mut().zip(ar.iter_mut()).collect();
-        crate::par::each(&mut pairs, cells, Scratch::default, |sc, s, (t, a)| {
-            work(sc, s, t, Some(a))
-        });
-        drop(pairs);
         routes.ar = Some(ar);
-    } else {
-        crate::par::each(&mut routes.lft, cells, Scratch::default, |sc, s, t| {
-            work(sc, s, t, None)
-        });
+    }
+    if let Some(sm) = opts.sm_lid {
+        spread_sm_lid(topo, &mut routes.lft, sm, &sm_sets);
     }
     routes
+}
+
+/// What one switch's fill writes.
+struct Cell<'a> {
+    table: &'a mut Vec<u8>,
+    ar: Option<&'a mut SwitchAr>,
+    /// The SM LID's candidates, when it had a choice here (none without an SM LID).
+    sm_set: Option<&'a mut [u64; 4]>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -189,12 +208,13 @@ fn fill_switch<P: Policy>(
     policy: &P,
     jobs: &[Job],
     s: SwIdx,
-    table: &mut [u8],
-    mut ar: Option<&mut SwitchAr>,
+    cell: &mut Cell<'_>,
     (lid_len, sm_lid): (usize, Option<Lid>),
     prev: Option<(&LftTable, &[(u16, u8)])>,
     sc: &mut Scratch,
 ) {
+    let table = &mut *cell.table;
+    let mut ar = cell.ar.as_deref_mut();
     let n = topo.num_switches();
     let adj = topo.adj(s);
     let words = words_for(adj);
@@ -248,8 +268,12 @@ fn fill_switch<P: Policy>(
             let pick = match (kept, single(mask)) {
                 (Some(i), _) => Some(i),
                 (None, Some(one)) => Some(one),
-                (None, None) if Some(job.lid) == sm_lid => spread(mask, &keys, topo.guid(s).0),
                 (None, None) => {
+                    if Some(job.lid) == sm_lid {
+                        if let Some(set) = cell.sm_set.as_deref_mut() {
+                            set[..words].copy_from_slice(mask);
+                        }
+                    }
                     let mut narrowed = [0u64; 4];
                     let pick = if job.tag.get().is_some_and(|tag| {
                         policy.narrow(s, adj, &port_adj, job, tag, mask, &mut narrowed)
@@ -338,23 +362,45 @@ fn least_loaded(
     pick
 }
 
-/// One of the least loaded candidates, chosen by a hash of the switch's GUID rather than
-/// the lowest port (see [`crate::Options::sm_lid`]).
-fn spread(mask: &[u64], keys: &[u32; 256], guid: u64) -> Option<usize> {
-    let set = || {
-        mask.iter().enumerate().flat_map(|(w, &bits)| {
-            std::iter::successors((bits != 0).then_some(bits), |b| {
-                let next = b & (b - 1);
-                (next != 0).then_some(next)
-            })
-            .map(move |b| w * 64 + b.trailing_zeros() as usize)
-        })
-    };
-    let load = set().map(|i| keys[i] >> 8).min()?;
-    let least = || set().filter(|&i| keys[i] >> 8 == load);
-    let n = least().count();
-    let nth = (crate::mcast::mix(guid) % n as u64) as usize;
-    least().nth(nth)
+/// Spreads the SM's LID where no CA's traffic to the SM passes (see
+/// [`crate::Options::sm_lid`]): a switch that only switches' traps cross forwards it on
+/// one of its candidates chosen by a hash of its GUID, not by load. The switches CA
+/// traffic crosses keep the engine's choice, so the CA flows, and the balance, are those
+/// of the tables made without an SM LID.
+fn spread_sm_lid(topo: &Topo<'_>, lft: &mut [Vec<u8>], sm: Lid, sets: &[[u64; 4]]) {
+    let Some(d) = topo.dest_of(sm) else { return };
+    let at = usize::from(sm.0);
+    let n = topo.num_switches();
+    let mut crossed = vec![false; n];
+    crossed[d.sw.idx()] = true;
+    for src in topo.dests.iter().filter(|x| x.kind != NodeKind::Switch) {
+        let mut s = src.sw;
+        // Bounded, in case the tables loop.
+        for _ in 0..n {
+            if std::mem::replace(&mut crossed[s.idx()], true) {
+                break;
+            }
+            let port = lft[s.idx()].get(at).copied();
+            match topo.adj(s).iter().find(|a| Some(a.port) == port) {
+                Some(a) => s = a.peer,
+                None => break,
+            }
+        }
+    }
+    for (i, set) in sets.iter().enumerate() {
+        let count: u32 = set.iter().map(|w| w.count_ones()).sum();
+        if crossed[i] || count < 2 {
+            continue;
+        }
+        let s = SwIdx(i as u32);
+        let nth = crate::mcast::mix(topo.guid(s).0) % u64::from(count);
+        let pick = (0..set.len() * 64)
+            .filter(|&b| set[b / 64] >> (b % 64) & 1 != 0)
+            .nth(nth as usize);
+        if let (Some(a), Some(e)) = (pick.and_then(|k| topo.adj(s).get(k)), lft[i].get_mut(at)) {
+            *e = a.port;
+        }
+    }
 }
 
 /// The adaptive-routing group of a candidate set (`u16::MAX` for a single port).

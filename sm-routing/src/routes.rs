@@ -22,10 +22,12 @@ pub struct Options {
     pub previous: Option<std::sync::Arc<PreviousTables>>,
     /// Virtual lanes a layering engine may use (0 = its default, 8).
     pub vl_budget: u8,
-    /// The SM's LID. Its routes break ties per switch instead of to the lowest port, so
-    /// that few switches send their traps through any one neighbour: when a link fails and
-    /// the trap of the end whose route crossed it dies with it, the SM has few ports to
-    /// read at the other end.
+    /// The SM's LID. It is routed as any other LID wherever a CA's traffic to the SM
+    /// passes, so the balance does not depend on which port the SM sits on; at the other
+    /// switches, which only switches' traps cross, it takes a candidate chosen per switch
+    /// instead of the engine's, so that few switches send their traps through any one
+    /// neighbour: when a link fails and the trap of the end whose route crossed it dies
+    /// with it, the SM has few ports to read at the other end.
     pub sm_lid: Option<Lid>,
 }
 

@@ -61,8 +61,9 @@ pub(crate) struct Args {
     /// Also compute adaptive-routing port groups (implied by --ar-out).
     #[arg(long)]
     adaptive: bool,
-    /// The SM's LID: its routes break ties per switch, as `ibsm run` routes them, so the
-    /// tables are the ones that SM programs.
+    /// The SM's LID: where no host's traffic to it passes, its routes break ties per
+    /// switch, as `ibsm run` routes them, so the tables are the ones that SM programs
+    /// (they are as balanced either way).
     #[arg(long, value_name = "LID")]
     sm_lid: Option<u16>,
     /// Write the forwarding tables here.
