@@ -43,6 +43,9 @@ pub(crate) struct Args {
     /// Runs a shrink may take.
     #[arg(long, default_value_t = 200)]
     shrink_runs: usize,
+    /// Shrink to a case that breaks this invariant (default: the one broken first).
+    #[arg(long, value_name = "INVARIANT")]
+    target: Option<String>,
     /// Write the drawn case of --seed into DIR and stop (to read it or edit it).
     #[arg(long, value_name = "DIR")]
     draw_only: Option<PathBuf>,
@@ -196,7 +199,7 @@ fn save_failure(args: &Args, case: &Case, out: &Outcome, limits: &Limits) -> Str
     let (small, small_out) = if args.no_shrink {
         (case.clone(), out.clone())
     } else {
-        soak::shrink(case, out, limits, args.shrink_runs)
+        soak::shrink(case, out, limits, args.shrink_runs, args.target.as_deref())
     };
     let dir = args.save.join(format!("seed-{}", case.seed));
     let from = (small.schedule.events.len() != case.schedule.events.len())

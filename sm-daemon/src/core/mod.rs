@@ -293,10 +293,13 @@ pub(crate) enum Purpose {
     RepairSwitchInfo {
         node: NodeIdx,
     },
-    /// A trapper's PortStateChange cleared before its ports are read: a change after the
-    /// read sets it again, for the light sweep to find when the trap is not acted on.
+    /// A trapper's PortStateChange read (`get`), then cleared, before its ports are read:
+    /// set, it tells a new change from a repeated trap of one already repaired; a change
+    /// after the read sets it again, for the light sweep to find when the trap is not
+    /// acted on.
     RepairClearPsc {
         node: NodeIdx,
+        get: bool,
     },
     /// A directed-route Get across several of a lone switch's likely links and back to it
     /// (the repair's probe number `probe`): its answer shows them all up.
@@ -310,12 +313,14 @@ pub(crate) enum Purpose {
         on: bool,
     },
     // Between sweeps.
-    /// By LID first; by directed route (`direct`) when that went unanswered: a repair may
-    /// leave the SM's switch without a legal route to another switch's LID.
+    /// By LID where the plan routes the SM's switch to the switch's LID, else by directed
+    /// route (`direct`: up*/down* ranks may leave such a pair unrouted). A read by LID
+    /// that goes unanswered is asked again by directed route (`fallback`).
     LightSwitchInfo {
         lid: Lid,
         node: NodeIdx,
         direct: bool,
+        fallback: bool,
     },
     /// One MFT block (between sweeps too: the switch is named by GUID).
     SetMft {
@@ -392,6 +397,10 @@ impl Work {
 struct Light {
     /// A switch stopped answering, by LID and by directed route: a heavy sweep.
     lost: bool,
+    /// A switch answered by directed route but not by the LID route the plan gives it:
+    /// the fabric's tables are not what the SM programmed (another SM ran the subnet, or
+    /// a switch on the way lost its tables).
+    astray: bool,
     /// Reads asked (SwitchInfo of every switch, the SMs' SMInfo).
     reads: u64,
     /// The wire counters when it began.
@@ -479,6 +488,11 @@ pub struct Sm {
     trap_watch: Option<u64>,
     /// Repairs in a row that left questions unanswered.
     repair_retries: u32,
+    /// Switches whose PortStateChange a repair cleared after every change of theirs it
+    /// applied (model indices; forgotten by a heavy sweep).
+    psc_clean: std::collections::BTreeSet<NodeIdx>,
+    /// Switches the light sweep found without their tables, for the next repair.
+    emptied: std::collections::BTreeMap<NodeIdx, sm_mad::switch_info::Repr>,
     /// Sweeps in a row that left ports short of ACTIVE to a repair.
     deferrals: u32,
     /// What the next repair was asked for by, when not traps.
@@ -531,6 +545,8 @@ impl Sm {
             trap_lids: std::collections::BTreeSet::new(),
             trap_watch: None,
             repair_retries: 0,
+            emptied: Default::default(),
+            psc_clean: Default::default(),
             deferrals: 0,
             repair_cause: None,
             trigger: Some("start".into()),
@@ -984,9 +1000,10 @@ impl Sm {
                         self.mkeys
                             .holder(KeyHolder::Behind(f.node(p.node).guid, p.num))
                     }
-                    (Purpose::RepairSwitchInfo { node } | Purpose::RepairClearPsc { node }, _) => {
-                        Some(f.node(*node).guid)
-                    }
+                    (
+                        Purpose::RepairSwitchInfo { node } | Purpose::RepairClearPsc { node, .. },
+                        _,
+                    ) => Some(f.node(*node).guid),
                     (Purpose::RepairPortInfo { port: p }, _) | (_, Target::Port(p)) => {
                         Some(f.port(*p).guid)
                     }
@@ -1124,6 +1141,7 @@ impl Sm {
     }
 
     fn begin_heavy(&mut self, now: Instant) {
+        self.psc_clean.clear();
         self.reqs.clear();
         self.queue.clear();
         self.mcast.forget_in_flight();
@@ -1166,16 +1184,30 @@ impl Sm {
             .filter(|&n| model.is_none_or(|m| m.present(n)))
             .filter_map(|n| Some((f.port(f.port_of(n, 0)?).lid, n)))
             .collect();
+        let from = model.and_then(|m| {
+            let own = f.port(m.own);
+            if f.node(own.node).kind == sm_core::fabric::NodeKind::Switch {
+                Some(own.node)
+            } else {
+                Some(f.port(own.remote?).node)
+            }
+        });
         for &(lid, node) in &lids {
+            let direct = !from.is_some_and(|s| plan.routes_to(s, lid));
             self.queue.push_back(Work::get(
                 Purpose::LightSwitchInfo {
                     lid,
                     node,
-                    direct: false,
+                    direct,
+                    fallback: false,
                 },
                 attr::SWITCH_INFO,
                 0,
-                Target::Lid(lid),
+                if direct {
+                    Target::Node(node)
+                } else {
+                    Target::Lid(lid)
+                },
             ));
         }
         let counts_at = self.reqs.counts;
@@ -1184,6 +1216,7 @@ impl Sm {
         self.act(now, actions);
         self.phase = Phase::Light(Light {
             lost: false,
+            astray: false,
             reads,
             counts_at,
             changed: Default::default(),
@@ -1210,10 +1243,14 @@ impl Sm {
                 Phase::Idle => return,
                 Phase::Light(Light {
                     lost,
+                    astray,
                     reads,
                     counts_at,
                     changed,
                 }) => {
+                    // A switch found without its tables explains LID routes that fail.
+                    let astray = astray && self.emptied.is_empty();
+                    let lost = lost || astray;
                     let mut done = LightReport {
                         reads,
                         changed: changed.len() as u64,
@@ -1221,7 +1258,9 @@ impl Sm {
                         ..LightReport::default()
                     };
                     if lost || self.sweep.again || (!changed.is_empty() && !self.up) {
-                        let why = if lost {
+                        let why = if astray {
+                            "light sweep: the fabric's tables are not the SM's (a switch answered only by directed route)"
+                        } else if lost {
                             "light sweep: a switch answered neither by LID nor by directed route"
                         } else if self.sweep.again {
                             "requested during a light sweep"
@@ -1889,16 +1928,18 @@ impl Sm {
                 }
                 return;
             }
-            Purpose::LightSwitchInfo { lid, node, direct } => {
+            Purpose::LightSwitchInfo {
+                lid, node, direct, ..
+            } => {
                 let known = self.model.as_ref().is_some_and(|m| m.present(node));
                 if !direct && known && matches!(self.phase, Phase::Light(_)) {
-                    // The SM's own tables may have no way to that LID (a repair under
-                    // up*/down* ranks can leave one): ask along the discovered path.
+                    // Dead, or its LID route broken: the discovered path tells.
                     self.queue.push_back(Work::get(
                         Purpose::LightSwitchInfo {
                             lid,
                             node,
                             direct: true,
+                            fallback: true,
                         },
                         attr::SWITCH_INFO,
                         0,
@@ -1936,10 +1977,25 @@ impl Sm {
         }
         match purpose {
             Purpose::Election { why, to } => self.on_election_answer(now, why, to, s),
-            Purpose::LightSwitchInfo { lid, .. } => {
+            Purpose::LightSwitchInfo {
+                lid,
+                node,
+                fallback,
+                ..
+            } => {
                 if let (Phase::Light(l), true) = (&mut self.phase, ok) {
+                    l.astray |= fallback;
                     if let Ok(si) = s.attribute::<sm_mad::switch_info::Repr>() {
-                        if si.port_state_change {
+                        // A switch that lost its tables rebooted, whether or not any trap
+                        // got through (the SM's own leaf's cannot): repaired whole.
+                        let emptied = self
+                            .plan
+                            .as_ref()
+                            .is_some_and(|p| !p.lfts.is_empty() && si.linear_fdb_top != p.max_lid);
+                        if emptied {
+                            self.emptied.insert(node, si);
+                        }
+                        if si.port_state_change || emptied {
                             l.changed.insert(lid);
                         }
                     }
@@ -1993,7 +2049,7 @@ impl Sm {
                             Purpose::RepairProbe { .. } => {
                                 matches!(w.key, mkeys::KeyHolder::Guid(g) if doomed.iter().any(|&n| f.node(n).guid == g))
                             }
-                            Purpose::RepairClearPsc { node } => {
+                            Purpose::RepairClearPsc { node, .. } => {
                                 doomed.contains(&node) && matches!(w.to, Target::Path(_))
                             }
                             _ => false,
@@ -2121,7 +2177,9 @@ impl Sm {
         let back = match (&self.plan, &self.model, self.sa.db()) {
             (Some(plan), Some(m), Some(db)) if self.election.is_master() => db
                 .port_by_lid(slid)
-                .and_then(|q| plan.route_back(m.own, plan.fabric.port(q).node)),
+                .map(|q| db.fabric().node(db.fabric().port(q).node).guid)
+                .and_then(|g| plan.fabric.node_by_guid(g))
+                .and_then(|n| plan.route_back(m.own, n)),
             _ => None,
         };
         let Some(trap) = traps::Trap::read(s, slid, key, back.as_deref()) else {
@@ -2163,8 +2221,10 @@ impl Sm {
         }
         {
             // Named as an operator looks for it: the node, not only its LID.
+            // The SA's snapshot may be of an earlier plan than the SM's: its indices
+            // are its own fabric's.
             let node = self.sa.db().and_then(|db| {
-                let f = &self.plan.as_ref()?.fabric;
+                let f = db.fabric();
                 let q = db.port_by_lid(issuer)?;
                 let n = f.node(f.port(q).node);
                 Some((n.guid, n.description.clone()))
@@ -2281,7 +2341,7 @@ impl Sm {
             (Some(m), Some(plan)) => repair::Repair::start(m, plan, &lids, cause),
             _ => Err("no model to repair".into()),
         };
-        let r = match started {
+        let mut r = match started {
             Ok(r) => r,
             Err(why) => {
                 tracing::info!("{why}: heavy sweep");
@@ -2289,6 +2349,10 @@ impl Sm {
                 return self.begin_heavy(now);
             }
         };
+        if let Some(m) = &self.model {
+            r.emptied(m, std::mem::take(&mut self.emptied));
+        }
+        r.clean(&self.psc_clean);
         self.sweep = self.next_sweep(now, r.trigger.clone(), false, trap_watch);
         let n = self.sweep.n;
         tracing::debug!(sweep = n, trigger = %r.trigger, "repair");
@@ -2303,6 +2367,7 @@ impl Sm {
 
     /// The repair's look is done: apply what it found.
     fn on_repair_found(&mut self, now: Instant, r: repair::Repair, found: repair::Found) {
+        tracing::debug!(?found, unanswered = r.unanswered.len(), "repair's look");
         // Switches some question went unanswered at are looked at again, as if they had
         // trapped; a switch that keeps not answering calls for a heavy sweep.
         if r.unanswered.is_empty() {
@@ -2355,8 +2420,38 @@ impl Sm {
                 }
             }
         }
+        // The look cleared its trappers' PortStateChange after these changes; the far
+        // ends of the changes it did not look at hold theirs set by them.
+        self.psc_clean.extend(r.trapped.iter().copied());
+        for c in &changes {
+            let (repair::LinkChange::Down(a, b) | repair::LinkChange::Up(a, b)) = *c;
+            for q in [a, b] {
+                let n = m.fabric.port(q).node;
+                if !r.trapped.contains(&n) {
+                    self.psc_clean.remove(&n);
+                }
+            }
+        }
+        let mut read = std::collections::HashSet::new();
         for (q, pi) in r.reads() {
             m.ports[q].info = Some(*pi);
+            read.insert(q);
+        }
+        // A link that came up trained both its ends to INIT (IBA 7.2): an end the look did
+        // not read (a host behind a switch that came back) is taken through ARMED again.
+        for c in &changes {
+            if let repair::LinkChange::Up(a, b) = *c {
+                for q in [a, b] {
+                    if read.contains(&q) {
+                        continue;
+                    }
+                    if let Some(pi) = m.ports[q].info.as_mut() {
+                        if pi.port_state != PortState::Init {
+                            pi.port_state = PortState::Init;
+                        }
+                    }
+                }
+            }
         }
         // Routes to agents that crossed a link now down go round it; what no link reaches
         // is absent until it comes back.
@@ -2384,6 +2479,18 @@ impl Sm {
         for &n in &reset {
             if let Some(si) = r.switch_info(n) {
                 m.nodes[n].switch_info = Some(*si);
+            }
+            // Its links trained again: the far ends are in INIT (IBA 7.2), whatever the
+            // model last read of them, and must be taken through ARMED again.
+            for q in m.fabric.node_ports(n).collect::<Vec<_>>() {
+                let Some(far) = m.fabric.port(q).remote else {
+                    continue;
+                };
+                if let Some(pi) = m.ports[far].info.as_mut() {
+                    if matches!(pi.port_state, PortState::Armed | PortState::Active) {
+                        pi.port_state = PortState::Init;
+                    }
+                }
             }
             let guid = m.fabric.node(n).guid;
             self.held.forget_switch(guid);
@@ -2434,6 +2541,11 @@ impl Sm {
             .collect();
         switches.sort();
         switches.dedup();
+        self.sweep.report.looked_at = switches
+            .iter()
+            .chain(&reached.back)
+            .map(|&n| m.fabric.node(n).guid.to_string())
+            .collect();
         let mcast_trees = !reached.back.is_empty()
             || !reset.is_empty()
             || changes.iter().any(|c| match *c {

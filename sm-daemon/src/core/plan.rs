@@ -242,6 +242,28 @@ impl Plan {
     }
 
     /// The LID of port `p` (its switch's, for a switch port) in this plan.
+    /// Whether the tables lead from switch `from` to `lid`, the LID of a switch.
+    pub fn routes_to(&self, from: NodeIdx, lid: Lid) -> bool {
+        let f = &self.fabric;
+        let mut n = from;
+        for _ in 0..64 {
+            let Some(e) = self.lft(n).and_then(|t| t.get(usize::from(lid.0))) else {
+                return false;
+            };
+            if e == 0 {
+                return f.port_of(n, 0).is_some_and(|p| f.port(p).lid == lid);
+            }
+            let Some(next) = f.port_of(n, e).and_then(|q| f.port(q).remote) else {
+                return false;
+            };
+            n = f.port(next).node;
+            if f.node(n).kind != NodeKind::Switch {
+                return false;
+            }
+        }
+        false
+    }
+
     pub fn lid_of(&self, p: PortIdx) -> Lid {
         self.fabric.port(self.fabric.lid_port(p)).lid
     }

@@ -145,6 +145,14 @@ pub(super) struct Repair {
     /// Ports of switches that trapped alone, left unread until the ports read before
     /// them show nothing: stages, first to read first.
     rest: Vec<(NodeIdx, VecDeque<Stage>)>,
+    /// Stages of switches that trapped with a neighbour, for when the links between
+    /// them show nothing (a switch they both reach went dark).
+    paired_rest: Vec<(NodeIdx, VecDeque<Stage>)>,
+    /// Trapped switches whose PortStateChange was set when the look began.
+    fresh: BTreeSet<NodeIdx>,
+    /// Switches whose PortStateChange an earlier look cleared after every change the
+    /// model holds of them: set again, it tells of a new change.
+    clean: BTreeSet<NodeIdx>,
     probes: Vec<Probe>,
     /// Probes given up before their time (every other one of the switch answered): the
     /// core forgets them.
@@ -215,6 +223,9 @@ impl Repair {
             paths: HashMap::new(),
             back: HashMap::new(),
             rest: Vec::new(),
+            paired_rest: Vec::new(),
+            fresh: BTreeSet::new(),
+            clean: BTreeSet::new(),
             probes: Vec::new(),
             abandoned: Vec::new(),
             doomed: BTreeSet::new(),
@@ -244,10 +255,30 @@ impl Repair {
                 continue;
             };
             let guid = m.fabric.node(s).guid;
+            // Where a loss is known already, whether the bit was set tells a new change
+            // from that loss's trap come late: read first (along one way, the Get is
+            // answered before the Set clears it).
+            let known_loss = f
+                .node_ports(s)
+                .any(|p| m.fabric.port(p).remote.is_none() && m.former_peer(p).is_some());
+            if known_loss {
+                r.queue.push_back(Work {
+                    dest: Some(dest::node(guid)),
+                    ..Work::get(
+                        Purpose::RepairClearPsc { node: s, get: true },
+                        attr::SWITCH_INFO,
+                        0,
+                        r.target(m, p0),
+                    )
+                });
+            }
             r.queue.push_back(Work {
                 dest: Some(dest::node(guid)),
                 ..Work::set(
-                    Purpose::RepairClearPsc { node: s },
+                    Purpose::RepairClearPsc {
+                        node: s,
+                        get: false,
+                    },
                     attr::SWITCH_INFO,
                     0,
                     r.target(m, p0),
@@ -255,7 +286,8 @@ impl Repair {
                 )
             });
         }
-        let (now, lone) = r.candidates(m, plan);
+        let (now, lone, paired) = r.candidates(m, plan);
+        r.paired_rest = paired;
         for port in now {
             let key = dest::node(m.fabric.node(m.fabric.port(port).node).guid);
             r.read_port(m, port, r.target(m, port), key);
@@ -269,6 +301,26 @@ impl Repair {
             }
         }
         Ok(r)
+    }
+
+    /// Switches whose PortStateChange was cleared after their last change the model holds.
+    pub(super) fn clean(&mut self, clean: &BTreeSet<NodeIdx>) {
+        self.clean.clone_from(clean);
+    }
+
+    /// Switches a light sweep found without their tables (`emptied`, with the SwitchInfo
+    /// read): rebooted, to be read and programmed whole.
+    pub(super) fn emptied(
+        &mut self,
+        m: &Discovered,
+        emptied: std::collections::BTreeMap<NodeIdx, switch_info::Repr>,
+    ) {
+        for (n, si) in emptied {
+            if m.present(n) {
+                self.switch_infos.insert(n, si);
+                self.paths.insert(n, m.nodes[n].path);
+            }
+        }
     }
 
     /// Where to send a Get about port `p`: along its trap's way back for a switch that
@@ -297,11 +349,16 @@ impl Repair {
     /// read; then come the likely ports to CAs, then the probed ports (only if the probes
     /// and reads before show nothing). Returns the ports to read now and the lone
     /// switches' stages.
+    #[allow(clippy::type_complexity)]
     fn candidates(
         &self,
         m: &Discovered,
         plan: &Plan,
-    ) -> (Vec<PortIdx>, Vec<(NodeIdx, VecDeque<Stage>)>) {
+    ) -> (
+        Vec<PortIdx>,
+        Vec<(NodeIdx, VecDeque<Stage>)>,
+        Vec<(NodeIdx, VecDeque<Stage>)>,
+    ) {
         let f = &m.fabric;
         let sm_lid = usize::from(m.own_lid().0);
         // A port never linked (no former peer: the lost ones are taken apart first) is
@@ -321,6 +378,7 @@ impl Repair {
         };
         let mut out = Vec::new();
         let mut lone = Vec::new();
+        let mut paired_stages = Vec::new();
         for &s in &self.trapped {
             let paired: Vec<PortIdx> = f
                 .node_ports(s)
@@ -333,10 +391,10 @@ impl Repair {
                         })
                 })
                 .collect();
-            if paired.is_empty() {
+            {
                 let (lost, others): (Vec<PortIdx>, Vec<PortIdx>) = f
                     .node_ports(s)
-                    .filter(|&p| f.port(p).num != 0)
+                    .filter(|&p| f.port(p).num != 0 && !paired.contains(&p))
                     .partition(|&p| f.port(p).remote.is_none() && m.former_peer(p).is_some());
                 let (first, rest): (Vec<PortIdx>, Vec<PortIdx>) =
                     others.into_iter().partition(|&p| likely(p));
@@ -365,14 +423,17 @@ impl Repair {
                 .into_iter()
                 .filter(|st| !st.is_empty())
                 .collect();
-                lone.push((s, stages));
-            } else {
-                out.extend(paired);
+                if paired.is_empty() {
+                    lone.push((s, stages));
+                } else {
+                    paired_stages.push((s, stages));
+                    out.extend(paired);
+                }
             }
         }
         out.sort();
         out.dedup();
-        (out, lone)
+        (out, lone, paired_stages)
     }
 
     /// Probes for the likely ports of lone switch `s`: each leaves by one port of a
@@ -583,6 +644,10 @@ impl Repair {
                 self.unanswered.push(port);
             }
             Purpose::RepairProbe { probe } => self.probe_done(m, probe, false),
+            // Not known to repeat an old change.
+            Purpose::RepairClearPsc { node, get: true } => {
+                self.fresh.insert(node);
+            }
             // Left set: the light sweep looks again.
             Purpose::RepairClearPsc { .. } => {}
             _ => {
@@ -602,7 +667,13 @@ impl Repair {
                     .is_ok_and(|ni| Some(ni.node_guid) == home);
             return self.probe_done(m, probe, passed);
         }
-        if let Purpose::RepairClearPsc { .. } = purpose {
+        if let Purpose::RepairClearPsc { node, get } = purpose {
+            let set = s
+                .attribute::<switch_info::Repr>()
+                .map_or(true, |si| si.port_state_change);
+            if get && (s.status != MadStatus::OK || set) {
+                self.fresh.insert(node);
+            }
             return;
         }
         if s.status != MadStatus::OK {
@@ -685,6 +756,22 @@ impl Repair {
             // A lone switch whose ports read so far show no change: the change is in
             // its next stage.
             let mut lone = std::mem::take(&mut self.rest);
+            // Switches that trapped with a neighbour whose shared links show nothing: the
+            // change is elsewhere on them (a switch both reach went dark), looked for as
+            // for a switch that trapped alone.
+            for (s, mut stages) in std::mem::take(&mut self.paired_rest) {
+                let changed = f
+                    .node_ports(s)
+                    .any(|p| self.reads.get(&p).is_some_and(|pi| differs(m, p, pi)));
+                if !changed {
+                    if let Some(first) = stages.pop_front() {
+                        self.begin(m, s, first);
+                    }
+                    if !stages.is_empty() {
+                        lone.push((s, stages));
+                    }
+                }
+            }
             for (s, stages) in &mut lone {
                 let s = *s;
                 let changed = f
@@ -692,11 +779,14 @@ impl Repair {
                     .any(|p| self.reads.get(&p).is_some_and(|pi| differs(m, p, pi)));
                 // A trap that repeats a link loss already repaired (the first one could
                 // not reach us) is explained by it; the light sweep is the backstop.
-                let known = f.node_ports(s).any(|p| {
-                    f.port(p).remote.is_none()
-                        && m.former_peer(p).is_some()
-                        && self.reads.get(&p).is_some_and(|pi| !is_up(pi))
-                });
+                // Unless its PortStateChange was set: then something changed since the
+                // last look cleared it.
+                let known = !(self.fresh.contains(&s) && self.clean.contains(&s))
+                    && f.node_ports(s).any(|p| {
+                        f.port(p).remote.is_none()
+                            && m.former_peer(p).is_some()
+                            && self.reads.get(&p).is_some_and(|pi| !is_up(pi))
+                    });
                 if changed || known {
                     stages.clear();
                 } else if let Some(next) = stages.pop_front() {

@@ -80,6 +80,9 @@ pub struct SweepReport {
     pub paths_exposed: u64,
     /// How a repair computed its routes (whole, and why, or only what broke).
     pub reroute: String,
+    /// A repair: the switches it looked at (those that trapped or told of a change, and
+    /// those found rebooted or back), by GUID.
+    pub looked_at: Vec<String>,
     pub subnet_up: bool,
     pub nodes: usize,
     pub switches: usize,

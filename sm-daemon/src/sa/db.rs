@@ -476,6 +476,11 @@ impl Db {
     }
 
     /// The port that carries the LID of port `q`'s node (port 0 of a switch).
+    /// The fabric the snapshot's port indices are of.
+    pub(crate) fn fabric(&self) -> &sm_core::fabric::Fabric {
+        &self.plan.fabric
+    }
+
     pub(crate) fn lid_port_of(&self, q: PortIdx) -> PortIdx {
         self.plan.fabric.lid_port(q)
     }

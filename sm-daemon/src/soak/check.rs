@@ -22,6 +22,9 @@ const REPAIR_SMP_SLACK: u64 = 16;
 /// Source switches whose paths the credit-loop check traces (all, up to this many).
 const CREDIT_SOURCES: usize = 48;
 const S: Nanos = 1_000_000_000;
+/// How long after a sweep ends the SM must start nothing for its state to count as
+/// settled.
+const SETTLE: Nanos = 100_000_000;
 
 /// The SMs of a run: 0 is the SM under test, `i + 1` the driver's peer `i`.
 pub(super) fn sm_of(d: &SimDriver, id: usize) -> Option<&Sm> {
@@ -166,6 +169,13 @@ pub(super) struct Checker {
     reloads_seen: usize,
     /// Sweeps finished by any SM.
     sweeps: u64,
+    /// A sweep that ended settled: (SM, fault count, when, a repair), checked once
+    /// nothing follows it for [`SETTLE`].
+    pending: Option<(usize, u64, Nanos, bool)>,
+    /// The master of the last settled check.
+    master: Option<usize>,
+    /// Ports out of a new master's reach when it took over: their LIDs may change.
+    blind: HashSet<Guid>,
     /// A layered repair left paths exposed (a credit loop on the SLs hosts hold is then
     /// expected until they ask again).
     exposed: bool,
@@ -190,6 +200,9 @@ impl Checker {
             sample: case.seed ^ 0x9e37_79b9_7f4a_7c15,
             reloads_seen: 0,
             sweeps: 0,
+            pending: None,
+            master: None,
+            blind: HashSet::new(),
             exposed: false,
         }
     }
@@ -254,6 +267,9 @@ impl Checker {
                 match e {
                     crate::core::Event::SweepStarted { .. } => {
                         self.started.insert(id, (d.sim.faults_run(), d.now()));
+                        if self.pending.is_some_and(|p| p.0 == id) {
+                            self.pending = None;
+                        }
                     }
                     crate::core::Event::SweepDone(r) => self.on_sweep(d, case, id, &r),
                     crate::core::Event::LightSweepDone(l) => self.on_light(d, id, &l),
@@ -261,6 +277,7 @@ impl Checker {
                 }
             }
         }
+        self.pending_check(d, case);
         self.answers(d, case);
     }
 
@@ -306,9 +323,12 @@ impl Checker {
         if !r.heavy && !lossy {
             // The Sets it made, and the reads of the switches it looked at: IB says a
             // switch's port changed, never which one.
-            let looked: u64 = guids_in(&r.trigger)
+            let looked: u64 = r
+                .looked_at
+                .iter()
+                .flat_map(|g| guids_in(g))
                 .filter_map(|g| case.fabric.node_by_guid(g))
-                .map(|n| u64::from(case.fabric.node(n).num_ports) + 2)
+                .map(|n| u64::from(case.fabric.node(n).num_ports) + 3)
                 .sum();
             let budget = r.mads_min + looked + REPAIR_SMP_SLACK + r.mads_retried;
             if r.mads_sent > budget {
@@ -316,8 +336,8 @@ impl Checker {
                     "repair-smps",
                     now,
                     format!(
-                        "repair {} ({}) sent {} SMPs: {} Sets, reads of the switches it names and {} more at most",
-                        r.sweep, r.trigger, r.mads_sent, r.mads_min, REPAIR_SMP_SLACK
+                        "repair {} ({}) sent {} SMPs: {} Sets, reads of the {} switches it looked at and {} more at most",
+                        r.sweep, r.trigger, r.mads_sent, r.mads_min, r.looked_at.len(), REPAIR_SMP_SLACK
                     ),
                 );
             }
@@ -325,13 +345,31 @@ impl Checker {
         if r.heavy {
             self.heavy_check(now, r);
         }
-        let settled = d.sim.faults_run() == faults_at;
-        if !r.heavy && settled {
-            self.repaired = Some((now, d.sim.faults_run()));
+        if d.sim.faults_run() == faults_at {
+            // Settled if the SM starts nothing more for a while (a repair may find that
+            // it has to look again).
+            self.pending = Some((id, faults_at, now, !r.heavy));
         }
-        if settled {
-            self.settled(d, case, now);
+    }
+
+    /// The check a sweep left pending, once it is clear that nothing followed it.
+    fn pending_check(&mut self, d: &mut SimDriver, case: &Case) {
+        let Some((id, faults_at, at, repair)) = self.pending else {
+            return;
+        };
+        if d.now() < at + SETTLE {
+            return;
         }
+        self.pending = None;
+        let master = sm_of(d, id).is_some_and(|sm| sm.sm_state() == SmState::Master);
+        if d.sim.faults_run() != faults_at || !master {
+            return;
+        }
+        if repair {
+            self.repaired = Some((at, faults_at));
+        }
+        let now = d.now();
+        self.settled(d, case, now);
     }
 
     /// The engine changes only when the operator changes the routing.
@@ -424,7 +462,22 @@ impl Checker {
                 }
             }
         }
-        self.lids_check(&d.sim, f, now);
+        if self.master != Some(master) {
+            // A new master knows only the LIDs it can read: ports out of its reach now may
+            // come back with other LIDs (a standby keeps no copy of the master's store).
+            self.master = Some(master);
+            for port in f.ports().iter() {
+                if port.exists && !comp.contains(&port.node) {
+                    let g = if f.node(port.node).kind == NodeKind::Switch {
+                        f.node(port.node).guid
+                    } else {
+                        port.guid
+                    };
+                    self.blind.insert(g);
+                }
+            }
+        }
+        self.lids_check(&d.sim, f, &comp, now);
         self.reach_check(&d.sim, &tracer, f, &comp, now);
         let engine = plan.engine_used.clone();
         if matches!(engine.as_str(), "updn" | "ftree" | "layered") && !self.exposed {
@@ -440,13 +493,13 @@ impl Checker {
         self.ask_paths(d, case, &comp, master);
     }
 
-    fn lids_check(&mut self, sim: &Sim, f: &Fabric, now: Nanos) {
+    fn lids_check(&mut self, sim: &Sim, f: &Fabric, comp: &HashSet<NodeIdx>, now: Nanos) {
         let mut held: HashMap<u16, Guid> = HashMap::new();
         for (i, port) in f.ports().iter().enumerate() {
             let p = PortIdx(i as u32);
             let node = f.node(port.node);
             let end = node.kind != NodeKind::Switch;
-            if !port.exists || (!end && port.num != 0) || !sim.node(port.node).alive {
+            if !port.exists || (!end && port.num != 0) || !comp.contains(&port.node) {
                 continue;
             }
             let info = &sim.port(p).info;
@@ -454,7 +507,7 @@ impl Checker {
                 continue;
             }
             let guid = if end { port.guid } else { node.guid };
-            match self.lids.get(&guid) {
+            match self.lids.get(&guid).filter(|_| !self.blind.contains(&guid)) {
                 Some(&l) if l != info.lid => {
                     let detail = format!(
                         "{guid} ({}) moved from LID {l} to {}",
@@ -463,8 +516,9 @@ impl Checker {
                     self.violate("lid-stable", now, detail);
                 }
                 Some(_) => {}
-                None => {
+                _ => {
                     self.lids.insert(guid, info.lid);
+                    self.blind.remove(&guid);
                 }
             }
             let lmc = if end { info.lmc.min(7) } else { 0 };
@@ -912,9 +966,9 @@ impl Checker {
     /// in silence.
     fn duplicates_check(&mut self, d: &SimDriver, case: &Case, now: Nanos) {
         let f = &case.fabric;
-        let Some(master) = (0..sm_count(d)).find(|&i| {
-            sm_of(d, i).is_some_and(|s| s.sm_state() == SmState::Master && s.is_up())
-        }) else {
+        let Some(master) = (0..sm_count(d))
+            .find(|&i| sm_of(d, i).is_some_and(|s| s.sm_state() == SmState::Master && s.is_up()))
+        else {
             return;
         };
         let Some(sm) = sm_of(d, master) else { return };

@@ -876,7 +876,13 @@ impl Schedule<'_> {
         }
         let (from, to) = (node_ref(f, a), node_ref(f, b));
         self.push(t, Action::Unplug(to.clone()));
-        self.push(t, Action::CloneGuid { from, to: to.clone() });
+        self.push(
+            t,
+            Action::CloneGuid {
+                from,
+                to: to.clone(),
+            },
+        );
         let back = self.later(t, S, 10 * S);
         self.push(back, Action::Plug(to));
     }

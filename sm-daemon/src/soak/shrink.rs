@@ -6,10 +6,24 @@ use super::{Case, Limits, Nanos, Outcome, run};
 /// Virtual time left after the last event when a shrunk case is cut short.
 const QUIET: Nanos = 60_000_000_000;
 
-/// The smallest case found that still breaks an invariant `failed` broke, and its outcome.
-/// At most `budget` runs.
-pub fn shrink(case: &Case, failed: &Outcome, limits: &Limits, budget: usize) -> (Case, Outcome) {
-    let want = failed.broken();
+/// The smallest case found that still breaks `target` (by default the invariant `failed`
+/// broke first), and its outcome. At most `budget` runs.
+pub fn shrink(
+    case: &Case,
+    failed: &Outcome,
+    limits: &Limits,
+    budget: usize,
+    target: Option<&str>,
+) -> (Case, Outcome) {
+    let first = failed
+        .violations
+        .iter()
+        .min_by_key(|v| v.at)
+        .map(|v| v.invariant);
+    let want: Vec<&str> = match target {
+        Some(t) => vec![t],
+        None => first.into_iter().collect(),
+    };
     let still = |o: &Outcome| o.broken().iter().any(|b| want.contains(b));
     let mut best = case.clone();
     let mut best_out = failed.clone();

@@ -269,6 +269,9 @@ impl SimDriver {
 
     /// Hands every MAD the fabric delivered to its SM, then runs the timers that are due.
     fn deliver_and_time(&mut self) {
+        // Logs of a simulated run tell virtual time, not the wall clock's.
+        let _t =
+            tracing::debug_span!("sim", t = %sm_sim::scenario::format_time(self.now)).entered();
         self.scenario_sms();
         let now = Instant::from_nanos(self.now);
         if self.sm_running {
