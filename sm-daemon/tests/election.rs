@@ -359,8 +359,9 @@ fn a_master_cut_off_and_back_takes_its_subnet_back() {
     assert_eq!(d.sm.sm_state(), SmState::Master);
     // The cable is back: the two masters meet, and the lesser (ours) yields.
     d.sim.link_up(master_port);
-    // Ours yields once and stays standby while the returning master's stale tables leave
-    // its LID unrouted for a while (its polls fall back to the directed route).
+    // Ours repairs the link, sees a port that claims an SM come back and sweeps for the
+    // election; it yields once and stays standby while the returning master's stale tables
+    // leave its LID unrouted for a while (its polls fall back to the directed route).
     let t0 = d.now();
     let mut our_sweeps = 0;
     while d.now() < t0 + 20 * SECOND && d.step() {
@@ -369,7 +370,7 @@ fn a_master_cut_off_and_back_takes_its_subnet_back() {
         }
         while d.peers[0].sm.poll_event().is_some() {}
     }
-    assert_eq!(our_sweeps, 1, "ours swept again and again");
+    assert!(our_sweeps <= 2, "ours swept again and again: {our_sweeps}");
     let active = |d: &SimDriver| {
         d.sim
             .check_all_pairs(&AllPairsOptions::default())

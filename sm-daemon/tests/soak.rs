@@ -73,10 +73,29 @@ fn one_seed_draws_one_case_and_one_run() {
     assert_eq!(a.net, b.net);
     assert_eq!(a.config, b.config);
     assert_eq!(a.schedule.to_text(), b.schedule.to_text());
-    assert_ne!(soak::draw(12, &o).net, a.net, "seeds draw different fabrics");
-    let (x, y) = (soak::run(&a, &Limits::default()), soak::run(&b, &Limits::default()));
+    assert_ne!(
+        soak::draw(12, &o).net,
+        a.net,
+        "seeds draw different fabrics"
+    );
+    let (x, y) = (
+        soak::run(&a, &Limits::default()),
+        soak::run(&b, &Limits::default()),
+    );
     assert_eq!(
-        (x.sweeps, x.light_sweeps, x.checked, x.lft_moved, x.violations.len()),
-        (y.sweeps, y.light_sweeps, y.checked, y.lft_moved, y.violations.len())
+        (
+            x.sweeps,
+            x.light_sweeps,
+            x.checked,
+            x.lft_moved,
+            x.violations.len()
+        ),
+        (
+            y.sweeps,
+            y.light_sweeps,
+            y.checked,
+            y.lft_moved,
+            y.violations.len()
+        )
     );
 }

@@ -57,6 +57,9 @@ struct Channels {
     width: usize,
     /// The switch each channel leads to, `NONE` where no link is up.
     head: Vec<u32>,
+    /// Per switch, the connected part of the fabric it is in: paths to a destination cut
+    /// off from a source (gone, or going) are not walked.
+    part: Vec<u32>,
 }
 
 impl Channels {
@@ -72,7 +75,23 @@ impl Channels {
                 head[s.idx() * width + usize::from(a.port)] = a.peer.0;
             }
         }
-        Channels { width, head }
+        let mut part = vec![NONE; n];
+        for start in 0..n {
+            if part[start] != NONE {
+                continue;
+            }
+            part[start] = start as u32;
+            let mut stack = vec![start];
+            while let Some(x) = stack.pop() {
+                for &y in &head[x * width..(x + 1) * width] {
+                    if y != NONE && part[y as usize] == NONE {
+                        part[y as usize] = start as u32;
+                        stack.push(y as usize);
+                    }
+                }
+            }
+        }
+        Channels { width, head, part }
     }
 
     /// The port `s` leaves by towards `lid`, if the table names a link that is up.
@@ -568,9 +587,13 @@ impl<T: LftRead + ?Sized> LidWalk<'_, T> {
         };
         let next = |x: SwIdx| port(x).map(|p| ch.chan(x, p));
         let skip = self.skip.and_then(|k| k.get(&lid));
+        let apart = |s: SwIdx| ch.part[s.idx()] != ch.part[dest.idx()];
         if let Some(m) = skip {
             sc.state.fill(0);
             for &s in self.sources {
+                if apart(s) {
+                    continue;
+                }
                 let mut stack = vec![s];
                 while let Some(&x) = stack.last() {
                     if sc.state[x.idx()] >= 2 {
@@ -603,7 +626,7 @@ impl<T: LftRead + ?Sized> LidWalk<'_, T> {
             }
         }
         for &s in self.sources {
-            if skip.is_some() && sc.state[s.idx()] == 3 {
+            if apart(s) || (skip.is_some() && sc.state[s.idx()] == 3) {
                 continue;
             }
             let layer = usize::from(self.sl.get(s, lid)).min(self.layers - 1);

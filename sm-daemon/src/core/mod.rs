@@ -488,6 +488,9 @@ pub struct Sm {
     trap_watch: Option<u64>,
     /// Repairs in a row that left questions unanswered.
     repair_retries: u32,
+    /// The next plan routes whole (the routing configuration changed) rather than keeping
+    /// the routes it can.
+    reroute: bool,
     /// Switches whose PortStateChange a repair cleared after every change of theirs it
     /// applied (model indices; forgotten by a heavy sweep).
     psc_clean: std::collections::BTreeSet<NodeIdx>,
@@ -547,6 +550,7 @@ impl Sm {
             repair_retries: 0,
             emptied: Default::default(),
             psc_clean: Default::default(),
+            reroute: false,
             deferrals: 0,
             repair_cause: None,
             trigger: Some("start".into()),
@@ -634,6 +638,7 @@ impl Sm {
             self.p.routing_options.adaptive = n.adaptive;
             self.p.routing_options.vl_budget = n.vl_budget;
             r.applied.push("routing");
+            self.reroute = true;
         }
         if self.p.partitions != new.partitions || self.p.pkey_options != new.pkey_options {
             self.p.partitions = new.partitions.clone();
@@ -1363,6 +1368,8 @@ impl Sm {
         self.mkeys.note_neighbors(&m);
         let mut m = m;
         if let Some(old) = &self.model {
+            // The known nodes keep their indices: the plan's routes can be kept.
+            m = m.rebase(old);
             m.inherit_former_peers(old);
         }
         self.model = Some(Arc::new(m));
@@ -1530,7 +1537,8 @@ impl Sm {
     fn plan_and_program(&mut self, now: Instant) {
         self.leave_out_unhealthy(now);
         let Some(m) = &self.model else { return };
-        let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref());
+        let whole = std::mem::take(&mut self.reroute);
+        let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref(), whole);
         let new = match planned {
             Ok(p) => p,
             Err(e) => {
@@ -2476,6 +2484,27 @@ impl Sm {
         for &n in &reached.back {
             tracing::info!(node = %m.fabric.node(n).guid, desc = %m.fabric.node(n).description, "back");
         }
+        // A port that claims an SM is back: which is master is for the election to say,
+        // after this repair (OpenSM asks every such port's SMInfo when it sweeps).
+        let sm_back = changes
+            .iter()
+            .flat_map(|c| {
+                let (repair::LinkChange::Down(a, b) | repair::LinkChange::Up(a, b)) = *c;
+                matches!(c, repair::LinkChange::Up(..)).then_some([a, b])
+            })
+            .flatten()
+            .chain(reached.back.iter().flat_map(|&n| m.fabric.node_ports(n)))
+            .any(|q| {
+                q != m.own
+                    && m.is_end_port(q)
+                    && m.port_info(q)
+                        .is_some_and(|pi| pi.capability_mask & port_info::cap::IS_SM != 0)
+            });
+        if sm_back {
+            self.trigger
+                .get_or_insert_with(|| "a port claiming an SM is back: the election".into());
+            self.sweep.again = true;
+        }
         for &n in &reset {
             if let Some(si) = r.switch_info(n) {
                 m.nodes[n].switch_info = Some(*si);
@@ -2496,7 +2525,7 @@ impl Sm {
             self.held.forget_switch(guid);
             self.mcast.forget(guid);
         }
-        let repaired = if changes.is_empty() {
+        let repaired = if changes.is_empty() && prev.displaced.is_empty() {
             Ok(((*prev).clone(), plan::Repaired::default()))
         } else {
             plan::repair(&prev, m, &changes, &ports, &reached.back, &self.p)

@@ -461,6 +461,123 @@ impl Discovered {
         out
     }
 
+    /// This model laid out on `old`'s indices: every node `old` knew keeps its index (one
+    /// not found now stays, absent, with no link), new ones follow in GUID order. A plan
+    /// made for `old` then indexes this model too, so a sweep can keep its routes. When a
+    /// node came back as another device (another kind or number of ports), the model is
+    /// returned as it is.
+    pub(super) fn rebase(self, old: &Discovered) -> Discovered {
+        let (f, of) = (&self.fabric, &old.fabric);
+        let mut fabric = f.clone();
+        let mut absent = Vec::new();
+        for (i, node) in of.nodes().iter().enumerate() {
+            let on = NodeIdx(i as u32);
+            match f.node_by_guid(node.guid) {
+                Some(n) => {
+                    let now = f.node(n);
+                    if now.kind != node.kind || now.num_ports != node.num_ports {
+                        return self;
+                    }
+                }
+                None => {
+                    let port_guids = (node.kind != NodeKind::Switch).then(|| {
+                        of.node_ports(on)
+                            .filter(|&q| of.port(q).num > 0)
+                            .map(|q| of.port(q).guid)
+                            .collect()
+                    });
+                    let spec = sm_core::fabric::NodeSpec {
+                        kind: node.kind,
+                        guid: node.guid,
+                        system_guid: node.system_guid,
+                        description: node.description.clone(),
+                        num_ports: node.num_ports,
+                        vendor_id: node.vendor_id,
+                        device_id: node.device_id,
+                        revision: node.revision,
+                        enhanced_port0: node.enhanced_port0,
+                        port_guids,
+                    };
+                    let Ok(n) = fabric.add_node(spec) else {
+                        return self;
+                    };
+                    for (q, oq) in fabric
+                        .node_ports(n)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .zip(of.node_ports(on))
+                    {
+                        let was = of.port(oq);
+                        let p = fabric.port_mut(q);
+                        (p.lid, p.lmc, p.width, p.speed, p.mtu_cap, p.vl_cap) = (
+                            was.lid,
+                            was.lmc,
+                            was.width,
+                            was.speed,
+                            was.mtu_cap,
+                            was.vl_cap,
+                        );
+                    }
+                    absent.push((n, on));
+                }
+            }
+        }
+        let mut order: Vec<NodeIdx> = of
+            .nodes()
+            .iter()
+            .filter_map(|node| fabric.node_by_guid(node.guid))
+            .collect();
+        let known: std::collections::HashSet<Guid> = of.nodes().iter().map(|n| n.guid).collect();
+        order.extend(
+            (0..f.nodes().len() as u32)
+                .map(NodeIdx)
+                .filter(|&n| !known.contains(&f.node(n).guid)),
+        );
+        if order.len() != fabric.nodes().len()
+            || (absent.is_empty() && order.iter().enumerate().all(|(i, n)| n.idx() == i))
+        {
+            return self;
+        }
+        let (laid, node_map, port_map) = fabric.reordered(&order);
+        let mut nodes: Vec<Option<NodeFacts>> = vec![None; laid.nodes().len()];
+        let mut ports: IdxVec<PortIdx, PortFacts> =
+            IdxVec::filled(PortFacts::default(), laid.ports().len());
+        for (n, facts) in self.nodes.iter_enumerated() {
+            nodes[node_map[n].idx()] = Some(facts.clone());
+        }
+        for (q, facts) in self.ports.iter_enumerated() {
+            ports[port_map[q]] = facts.clone();
+        }
+        // An absent node's ports are unknown now: nothing is programmed or expected there.
+        for &(n, on) in &absent {
+            nodes[node_map[n].idx()] = Some(old.nodes[on].clone());
+        }
+        let Some(nodes) = nodes.into_iter().collect::<Option<Vec<NodeFacts>>>() else {
+            return self;
+        };
+        Discovered {
+            fabric: laid,
+            nodes: nodes.into_iter().collect(),
+            ports: ports.into(),
+            own: port_map[self.own],
+            sms: self.sms,
+            untrusted: self.untrusted,
+            sm_asks: self.sm_asks,
+            missing: self.missing,
+            former_peers: self
+                .former_peers
+                .iter()
+                .map(|(a, b)| (port_map[*a], port_map[*b]))
+                .collect(),
+            absent: self
+                .absent
+                .iter()
+                .map(|n| node_map[*n])
+                .chain(absent.iter().map(|&(n, _)| node_map[n]))
+                .collect(),
+        }
+    }
+
     /// The same fabric with its nodes in GUID order.
     pub(super) fn canonical(self) -> Discovered {
         let f = &self.fabric;

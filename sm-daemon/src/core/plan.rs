@@ -271,12 +271,20 @@ impl Plan {
 
 /// Plans the subnet: LIDs (remembered, then held, then fresh), routes (the engine chain;
 /// minhop when every engine declines, as OpenSM falls back), the PortInfo of every port
-/// and the table blocks. `previous` keeps routes that are still legal where they are.
+/// and the table blocks.
+///
+/// With a `previous` plan (unless `whole`: a new routing configuration) the routes are
+/// kept: when its switches are this fabric's, under its indices (see
+/// [`Discovered::rebase`]), only the routes the changes since broke are routed again, as a
+/// repair does, and routes moved off links that work again go back; else the engine it used
+/// routes the whole fabric, keeping every route that is still legal where it is. A fault
+/// never changes the engine.
 pub fn plan(
     d: &Discovered,
     lids: &mut LidStore,
     p: &Params,
     previous: Option<&Plan>,
+    whole: bool,
 ) -> Result<Plan, PlanError> {
     let mut fabric = d.fabric.clone();
     let before = lids.clone();
@@ -284,6 +292,22 @@ pub fn plan(
     let adopt_held = !(p.reassign_lids && previous.is_none());
     lids.assign_with(&mut fabric, p.lmc, adopt_held)?;
     let lids_changed = *lids != before;
+
+    let previous = previous.filter(|_| p.sticky_routes);
+    let kept_engine;
+    let p = match previous.filter(|_| !whole) {
+        Some(prev) => {
+            if let Some(plan) = keep(prev, d, fabric.clone(), p, lids_changed)? {
+                return Ok(plan);
+            }
+            kept_engine = Params {
+                routing: same_engine(&p.routing, &prev.engine_used),
+                ..p.clone()
+            };
+            &kept_engine
+        }
+        None => p,
+    };
 
     let t0 = p.stopwatch.map(|f| f());
     let routed = route(d, &fabric, p, previous)?;
@@ -334,6 +358,98 @@ pub fn plan(
         deps: Arc::new(Mutex::new(deps)),
         fabric,
     })
+}
+
+/// The engine chain from the engine `used` on: a sweep after a fault routes with the
+/// engine the fabric was routed with (`auto` resolved once), falling back only as the chain
+/// would.
+fn same_engine(chain: &str, used: &str) -> String {
+    let names: Vec<&str> = chain
+        .split(',')
+        .map(str::trim)
+        .flat_map(|n| {
+            if n == "auto" {
+                sm_routing::chain::AUTO.split(',').collect()
+            } else {
+                vec![n]
+            }
+        })
+        .collect();
+    match names.iter().position(|&n| n == used) {
+        Some(i) => names[i..].join(","),
+        None => chain.to_string(),
+    }
+}
+
+/// A heavy sweep's plan with `prev`'s routes kept: `None` when `fabric` (laid out on
+/// `prev`'s indices) has switches `prev` had not (then the engine routes it whole).
+fn keep(
+    prev: &Plan,
+    d: &Discovered,
+    fabric: Fabric,
+    p: &Params,
+    lids_changed: bool,
+) -> Result<Option<Plan>, PlanError> {
+    use super::repair::LinkChange;
+    let (pf, f) = (&prev.fabric, &fabric);
+    let aligned = !prev.lfts.is_empty()
+        && f.nodes().len() >= pf.nodes().len()
+        && pf.nodes().iter().enumerate().all(|(i, n)| {
+            let now = f.node(NodeIdx(i as u32));
+            now.guid == n.guid && now.num_ports == n.num_ports
+        })
+        && f.switches().count() == prev.switches.len();
+    if !aligned {
+        return Ok(None);
+    }
+    // What changed since `prev`, in their shared indices.
+    let mut changes = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (i, port) in f.ports().iter().enumerate() {
+        let q = PortIdx(i as u32);
+        let was = (i < pf.ports().len()).then(|| pf.port(q).remote).flatten();
+        let now = port.remote;
+        if was == now {
+            continue;
+        }
+        if let Some(r) = was {
+            if seen.insert((false, q.min(r), q.max(r))) {
+                changes.push(LinkChange::Down(q, r));
+            }
+        }
+        if let Some(r) = now {
+            if seen.insert((true, q.min(r), q.max(r))) {
+                changes.push(LinkChange::Up(q, r));
+            }
+        }
+    }
+    // Nodes back from being cut off: their tables are checked whole.
+    let back: Vec<NodeIdx> = (0..pf.nodes().len() as u32)
+        .map(NodeIdx)
+        .filter(|&n| {
+            pf.node_ports(n).all(|q| pf.port(q).remote.is_none())
+                && f.node_ports(n).any(|q| f.port(q).remote.is_some())
+        })
+        .collect();
+    let (mut plan, repaired) = repair_on(prev, d, fabric, &changes, &[], &back, p)?;
+    let own_lid = plan.fabric.port(plan.fabric.lid_port(d.own)).lid;
+    let mut settings = port_settings(d, &plan.fabric, own_lid, p);
+    let vls = plan.sl.as_ref().map(|t| t.max() + 1);
+    let (tables, pkeys) = tables(d, &plan.fabric, &mut settings, p, vls);
+    plan.settings = settings.into();
+    plan.tables = Arc::new(tables);
+    plan.table_vls = vls;
+    plan.pkeys = Arc::new(pkeys);
+    plan.lids_changed = lids_changed;
+    plan.churn = Churn {
+        moved: repaired.moved.len() as u64,
+        had_to: repaired.moved_min,
+        restored: repaired.restored,
+    };
+    if let Some(why) = &repaired.full_reroute {
+        tracing::info!("heavy sweep: {why}; routes computed whole, the legal ones kept");
+    }
+    Ok(Some(plan))
 }
 
 /// An entry moved off its port by a repair (or a broken path), with that port.
@@ -711,11 +827,25 @@ pub(super) fn repair(
     back: &[NodeIdx],
     p: &Params,
 ) -> Result<(Plan, Repaired), PlanError> {
-    use super::repair::LinkChange;
     let mut fabric = prev.fabric.clone();
     for c in changes {
         c.apply(&mut fabric);
     }
+    repair_on(prev, d, fabric, changes, ports, back, p)
+}
+
+/// [`repair`] on `fabric`, `prev.fabric` with `changes` made (and maybe ports that are new
+/// since: their LIDs are routed as for a port that came up); its switches are `prev`'s.
+fn repair_on(
+    prev: &Plan,
+    d: &Discovered,
+    fabric: Fabric,
+    changes: &[super::repair::LinkChange],
+    ports: &[PortIdx],
+    back: &[NodeIdx],
+    p: &Params,
+) -> Result<(Plan, Repaired), PlanError> {
+    use super::repair::LinkChange;
     let t0 = p.stopwatch.map(|f| f());
     let local = if fabric.switches().next().is_none() || prev.lfts.is_empty() {
         Err("no switch tables to repair".to_string())
@@ -747,7 +877,9 @@ pub(super) fn repair(
                 }
             }
         }
-        if came_up {
+        // Entries moved off a link go back as soon as it works again, whichever repair
+        // finds it so (its return may have been seen by a look that found nothing else).
+        if came_up || !prev.displaced.is_empty() {
             damage.restore = prev
                 .displaced
                 .iter()
@@ -769,6 +901,14 @@ pub(super) fn repair(
         Err(why) => return rerouted(prev, d, fabric, ports, p, why),
     };
     let switches = topo.switches.clone();
+    let (sw_of, max_lid, lids) = {
+        let mut sw_of = IdxVec::filled(OptIdx::NONE, fabric.nodes().len());
+        for (i, &n) in topo.switches.iter().enumerate() {
+            sw_of[n] = OptIdx::some(SwIdx(i as u32));
+        }
+        let lids: usize = topo.dests.iter().map(|d| 1usize << d.lmc).sum();
+        (sw_of, prev.max_lid.max(topo.max_lid()), lids)
+    };
     let mut lfts = prev.lfts.clone();
     let mut ms: Vec<&sm_routing::repair::Move> = out
         .moved
@@ -900,10 +1040,10 @@ pub(super) fn repair(
         displaced: Arc::new(displaced),
         sl_displaced,
         churn: Churn::default(),
-        switches: prev.switches.clone(),
-        sw_of: prev.sw_of.clone(),
-        max_lid: prev.max_lid,
-        lids: prev.lids,
+        switches,
+        sw_of,
+        max_lid,
+        lids,
         lids_changed: false,
         engine_used: prev.engine_used.clone(),
         fallbacks: prev.fallbacks.clone(),
@@ -1002,6 +1142,10 @@ fn rerouted(
 ) -> Result<(Plan, Repaired), PlanError> {
     tracing::info!("repair: {why}; routes computed whole");
     let t0 = p.stopwatch.map(|f| f());
+    let p = &Params {
+        routing: same_engine(&p.routing, &prev.engine_used),
+        ..p.clone()
+    };
     let routed = route(d, &fabric, p, Some(prev))?;
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
@@ -1362,7 +1506,7 @@ mod tests {
     fn every_end_port_gets_a_lid_a_route_and_its_settings() {
         let d = discovered(fat_tree());
         let p = Params::default();
-        let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
         let f = &plan.fabric;
         let lids = end_lids(&plan);
         let expected = f.switches().count() + f.cas().count();
@@ -1413,12 +1557,12 @@ mod tests {
         let d = discovered(fat_tree());
         let p = Params::default();
         let mut store = LidStore::new();
-        let a = plan(&d, &mut store, &p, None).expect("a plan");
-        let b = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        let a = plan(&d, &mut store, &p, None, false).expect("a plan");
+        let b = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
         assert_eq!(end_lids(&a), end_lids(&b));
         assert_eq!(a.lfts, b.lfts);
         // Again with the store and the previous plan: nothing moves.
-        let c = plan(&d, &mut store, &p, Some(&a)).expect("a plan");
+        let c = plan(&d, &mut store, &p, Some(&a), false).expect("a plan");
         assert!(!c.lids_changed);
         assert_eq!(end_lids(&a), end_lids(&c));
         assert_eq!(a.lfts, c.lfts);
@@ -1435,18 +1579,18 @@ mod tests {
                 d.fabric.port_mut(q).lid = pi.lid;
             }
         }
-        let kept = plan(&d, &mut LidStore::new(), &Params::default(), None).expect("a plan");
+        let kept = plan(&d, &mut LidStore::new(), &Params::default(), None, false).expect("a plan");
         assert!(end_lids(&kept).iter().all(|(_, l)| l.0 >= 1000));
         let p = Params {
             reassign_lids: true,
             ..Params::default()
         };
-        let fresh = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        let fresh = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
         assert!(end_lids(&fresh).iter().all(|(_, l)| l.0 < 1000));
         // A later plan of the same run keeps what the first gave.
         let mut store = LidStore::new();
-        let first = plan(&d, &mut store, &p, None).expect("a plan");
-        let second = plan(&d, &mut store, &p, Some(&first)).expect("a plan");
+        let first = plan(&d, &mut store, &p, None, false).expect("a plan");
+        let second = plan(&d, &mut store, &p, Some(&first), false).expect("a plan");
         assert_eq!(end_lids(&first), end_lids(&second));
     }
 
@@ -1470,7 +1614,7 @@ mod tests {
             m_key_lease_period: 60,
             ..Params::default()
         };
-        let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+        let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
         for (q, w) in plan.settings.iter_enumerated() {
             let Some(w) = w else { continue };
             if d.is_end_port(q) {
@@ -1491,7 +1635,7 @@ mod tests {
             force_link_speed: 0,
             ..Params::default()
         };
-        let plan = super::plan(&d, &mut LidStore::new(), &no_force, None).expect("a plan");
+        let plan = super::plan(&d, &mut LidStore::new(), &no_force, None, false).expect("a plan");
         assert_eq!(plan.settings[slow].expect("known").link_speed_enabled, 1);
     }
 
@@ -1514,7 +1658,7 @@ mod tests {
                 force_link_speed_ext: fse,
                 ..Params::default()
             };
-            let plan = plan(&d, &mut LidStore::new(), &p, None).expect("a plan");
+            let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
             let at = |q: PortIdx| plan.settings[q].expect("known").link_speed_ext_enabled;
             (at(fast), at(plain))
         };
@@ -1544,6 +1688,7 @@ mod tests {
             &mut LidStore::new(),
             &Params::default(),
             None,
+            false,
         )
         .expect("a plan without switches");
         assert!(plan.lfts.is_empty());

@@ -483,7 +483,7 @@ impl Checker {
         if matches!(engine.as_str(), "updn" | "ftree" | "layered") && !self.exposed {
             self.credit_check(&d.sim, &tracer, f, plan, &comp, now);
         }
-        self.churn_check(&d.sim, &tracer, f, now);
+        self.churn_check(&d.sim, &tracer, f, &unhealthy, now);
         if !self.balance_done && Some(d.sim.faults_run()) == self.setup_faults {
             self.balance_done = true;
             self.balance_check(&d.sim, f, plan, now);
@@ -673,7 +673,14 @@ impl Checker {
 
     /// LFT entries moved since the last settled check: each must have had to (its old path
     /// no longer delivers on the fabric as it is) or gone back where it was before.
-    fn churn_check(&mut self, sim: &Sim, tracer: &Tracer<'_>, f: &Fabric, now: Nanos) {
+    fn churn_check(
+        &mut self,
+        sim: &Sim,
+        tracer: &Tracer<'_>,
+        f: &Fabric,
+        unhealthy: &HashSet<(Guid, u8)>,
+        now: Nanos,
+    ) {
         let snap = Snapshot::take(sim, f);
         let Some(prev) = self.last.replace(snap.clone()) else {
             for (&n, t) in &snap.lfts {
@@ -700,7 +707,7 @@ impl Checker {
                 moved += 1;
                 if new == home {
                     restored += 1;
-                } else if !delivers(sim, tracer, f, &prev, n, lid) {
+                } else if !delivers(sim, tracer, f, unhealthy, &prev, n, lid) {
                     forced += 1;
                 } else {
                     free.push((n, lid, old, new));
@@ -1113,11 +1120,12 @@ fn component(
 }
 
 /// Whether the path the tables of `prev` give from switch `n` to `lid` still delivers on
-/// the fabric as it is now.
+/// the fabric as it is now (links the SM took out as unhealthy do not count).
 fn delivers(
     sim: &Sim,
     tracer: &Tracer<'_>,
     f: &Fabric,
+    unhealthy: &HashSet<(Guid, u8)>,
     prev: &Snapshot,
     n: NodeIdx,
     lid: usize,
@@ -1125,9 +1133,15 @@ fn delivers(
     let Some(owner) = tracer.owner(Lid(lid as u16)) else {
         return false;
     };
+    // A switch whose agent does not answer cannot be programmed (nor reprogrammed after a
+    // reboot): the SM routes around it, as around a dead one.
+    let usable = |x: NodeIdx| {
+        let node = sim.node(x);
+        node.alive && !node.silent
+    };
     let mut at = n;
     for _ in 0..64 {
-        if !sim.node(at).alive {
+        if !usable(at) {
             return false;
         }
         let e = prev.entry(at, lid);
@@ -1144,12 +1158,14 @@ fn delivers(
         let Some(r) = sp.remote else { return false };
         if sp.info.port_physical_state != PhysPortState::LinkUp
             || sim.port(r).info.port_physical_state != PhysPortState::LinkUp
+            || unhealthy.contains(&(f.node(at).guid, e))
+            || unhealthy.contains(&(f.node(f.port(r).node).guid, f.port(r).num))
         {
             return false;
         }
         let m = f.port(r).node;
         if f.node(m).kind != NodeKind::Switch {
-            return r == owner && sim.node(m).alive;
+            return r == owner && usable(m);
         }
         at = m;
     }
