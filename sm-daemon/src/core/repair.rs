@@ -929,23 +929,6 @@ impl Repair {
 
     fn found(&self, m: &Discovered, plan: &Plan) -> Found {
         let f = &m.fabric;
-        if std::env::var_os("REPAIR_DEBUG").is_some() {
-            for (p, pi) in &self.reads {
-                eprintln!(
-                    "READ {} [{}] remote {:?} state {:?} phys {:?} model {:?}",
-                    f.node(f.port(*p).node).guid,
-                    f.port(*p).num,
-                    f.port(*p).remote.is_some(),
-                    pi.port_state,
-                    pi.port_physical_state,
-                    m.port_info(*p).map(|x| x.port_state)
-                );
-            }
-            eprintln!(
-                "TRAPPED {:?} fresh {:?} clean {:?}",
-                self.trapped, self.fresh, self.clean
-            );
-        }
         let mut changes = Vec::new();
         let mut ports = Vec::new();
         let mut seen = BTreeSet::new();
