@@ -491,9 +491,10 @@ pub struct Sm {
     /// The next plan routes whole (the routing configuration changed) rather than keeping
     /// the routes it can.
     reroute: bool,
-    /// Switches whose PortStateChange a repair cleared after every change of theirs it
-    /// applied (model indices; forgotten by a heavy sweep).
-    psc_clean: std::collections::BTreeSet<NodeIdx>,
+    /// Switches whose PortStateChange may still be set by a change a repair applied: the
+    /// far ends of its changes that did not trap (model indices). A heavy sweep clears
+    /// every switch's bit it finds set, and this with it.
+    psc_dirty: std::collections::BTreeSet<NodeIdx>,
     /// Switches the light sweep found without their tables, for the next repair.
     emptied: std::collections::BTreeMap<NodeIdx, sm_mad::switch_info::Repr>,
     /// Sweeps in a row that left ports short of ACTIVE to a repair.
@@ -549,7 +550,7 @@ impl Sm {
             trap_watch: None,
             repair_retries: 0,
             emptied: Default::default(),
-            psc_clean: Default::default(),
+            psc_dirty: Default::default(),
             reroute: false,
             deferrals: 0,
             repair_cause: None,
@@ -1146,7 +1147,7 @@ impl Sm {
     }
 
     fn begin_heavy(&mut self, now: Instant) {
-        self.psc_clean.clear();
+        self.psc_dirty.clear();
         self.reqs.clear();
         self.queue.clear();
         self.mcast.forget_in_flight();
@@ -2360,7 +2361,7 @@ impl Sm {
         if let Some(m) = &self.model {
             r.emptied(m, std::mem::take(&mut self.emptied));
         }
-        r.clean(&self.psc_clean);
+        r.dirty(&self.psc_dirty);
         self.sweep = self.next_sweep(now, r.trigger.clone(), false, trap_watch);
         let n = self.sweep.n;
         tracing::debug!(sweep = n, trigger = %r.trigger, "repair");
@@ -2430,13 +2431,15 @@ impl Sm {
         }
         // The look cleared its trappers' PortStateChange after these changes; the far
         // ends of the changes it did not look at hold theirs set by them.
-        self.psc_clean.extend(r.trapped.iter().copied());
+        for n in &r.trapped {
+            self.psc_dirty.remove(n);
+        }
         for c in &changes {
             let (repair::LinkChange::Down(a, b) | repair::LinkChange::Up(a, b)) = *c;
             for q in [a, b] {
                 let n = m.fabric.port(q).node;
-                if !r.trapped.contains(&n) {
-                    self.psc_clean.remove(&n);
+                if !r.trapped.contains(&n) && m.is_switch(n) {
+                    self.psc_dirty.insert(n);
                 }
             }
         }

@@ -1119,11 +1119,15 @@ fn settings_for(
     ports: &[PortIdx],
     p: &Params,
 ) -> CowVec<PortIdx, Option<port_info::Repr>> {
+    let mut settings = prev.settings.clone();
+    // Ports of nodes new since `prev` (a heavy sweep's) have none yet.
+    while settings.len() < fabric.ports().len() {
+        settings.push(None);
+    }
     if ports.is_empty() {
-        return prev.settings.clone();
+        return settings;
     }
     let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
-    let mut settings = prev.settings.clone();
     for &q in ports {
         settings[q] = port_setting(d, fabric, own_lid, p, q);
     }

@@ -150,9 +150,9 @@ pub(super) struct Repair {
     paired_rest: Vec<(NodeIdx, VecDeque<Stage>)>,
     /// Trapped switches whose PortStateChange was set when the look began.
     fresh: BTreeSet<NodeIdx>,
-    /// Switches whose PortStateChange an earlier look cleared after every change the
-    /// model holds of them: set again, it tells of a new change.
-    clean: BTreeSet<NodeIdx>,
+    /// Switches whose PortStateChange a change already applied may have set (it was not
+    /// cleared since): set, it tells nothing new.
+    dirty: BTreeSet<NodeIdx>,
     probes: Vec<Probe>,
     /// Probes given up before their time (every other one of the switch answered): the
     /// core forgets them.
@@ -225,7 +225,7 @@ impl Repair {
             rest: Vec::new(),
             paired_rest: Vec::new(),
             fresh: BTreeSet::new(),
-            clean: BTreeSet::new(),
+            dirty: BTreeSet::new(),
             probes: Vec::new(),
             abandoned: Vec::new(),
             doomed: BTreeSet::new(),
@@ -303,9 +303,9 @@ impl Repair {
         Ok(r)
     }
 
-    /// Switches whose PortStateChange was cleared after their last change the model holds.
-    pub(super) fn clean(&mut self, clean: &BTreeSet<NodeIdx>) {
-        self.clean.clone_from(clean);
+    /// Switches whose PortStateChange a change already applied may have set.
+    pub(super) fn dirty(&mut self, dirty: &BTreeSet<NodeIdx>) {
+        self.dirty.clone_from(dirty);
     }
 
     /// Switches a light sweep found without their tables (`emptied`, with the SwitchInfo
@@ -781,7 +781,7 @@ impl Repair {
                 // not reach us) is explained by it; the light sweep is the backstop.
                 // Unless its PortStateChange was set: then something changed since the
                 // last look cleared it.
-                let known = !(self.fresh.contains(&s) && self.clean.contains(&s))
+                let known = !(self.fresh.contains(&s) && !self.dirty.contains(&s))
                     && f.node_ports(s).any(|p| {
                         f.port(p).remote.is_none()
                             && m.former_peer(p).is_some()
