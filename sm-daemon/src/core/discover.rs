@@ -647,7 +647,14 @@ impl Discovery {
             self.sm_asks += 1;
             let to = dest::node(self.fabric.node(node).guid);
             let key = KeyHolder::Guid(self.fabric.port(port).guid);
-            let w = get(Purpose::SmInfo { port }, attr::SM_INFO, 0, path, to, key);
+            // It carries our SM_Key: an SM that hides its own from requesters without
+            // its M_Key shows it to one that proves it holds the same SM_Key.
+            let ours = sm_mad::sm_info::Repr {
+                sm_key: self.sm_key,
+                ..sm_mad::sm_info::Repr::default()
+            };
+            let mut w = get(Purpose::SmInfo { port }, attr::SM_INFO, 0, path, to, key);
+            w.data = super::plan::emit_data(&ours);
             self.queue.push_back(w);
         }
         let linked = pi.port_physical_state == PhysPortState::LinkUp && num != 0;
