@@ -329,11 +329,23 @@ pub(crate) fn unreached_pair(
     labels: &Labels,
     source: impl Fn(&Dest) -> bool,
 ) -> Option<(SwIdx, SwIdx)> {
+    unreached_pair_of(topo, labels, &source, |_| true)
+}
+
+/// [`unreached_pair`] with only the destinations `dest` takes.
+pub(crate) fn unreached_pair_of(
+    topo: &Topo<'_>,
+    labels: &Labels,
+    source: impl Fn(&Dest) -> bool,
+    dest: impl Fn(&Dest) -> bool,
+) -> Option<(SwIdx, SwIdx)> {
     let n = topo.num_switches();
     let mut has_ca = vec![false; n];
     let mut is_dest = vec![false; n];
     for d in &topo.dests {
-        is_dest[d.sw.idx()] = true;
+        if dest(d) {
+            is_dest[d.sw.idx()] = true;
+        }
         if source(d) {
             has_ca[d.sw.idx()] = true;
         }

@@ -6,7 +6,7 @@
 
 use sm_core::NodeKind;
 
-use crate::labels::{DOWN, Dirs, Labels, NEVER, UP, unreached_pair};
+use crate::labels::{DOWN, Dirs, Labels, NEVER, UP, unreached_pair_of};
 use crate::routes::Options;
 use crate::topo::{Dest, SwIdx, Topo};
 
@@ -301,9 +301,13 @@ fn labelled(topo: &Topo<'_>, tree: &Tree) -> Result<(Dirs, Labels), String> {
         }
     });
     let labels = Labels::new(&dirs);
-    if let Some((s, d)) = unreached_pair(topo, &labels, |d| d.kind != NodeKind::Switch) {
+    // Every CA reaches every CA. A switch's own LID may be left without a legal path from
+    // some switches (a degraded tree): it carries only management traffic, which the SM
+    // sends along directed routes, and OpenSM leaves such pairs too.
+    let is_ca = |d: &Dest| d.kind != NodeKind::Switch;
+    if let Some((s, d)) = unreached_pair_of(topo, &labels, is_ca, is_ca) {
         return Err(format!(
-            "switch {} (with CAs) has no up-then-down path to switch {}: they have no common ancestor",
+            "switch {} (with CAs) has no up-then-down path to switch {} (with CAs): they have no common ancestor",
             sw_name(topo, s),
             sw_name(topo, d)
         ));

@@ -781,7 +781,8 @@ impl Repair {
                 // not reach us) is explained by it; the light sweep is the backstop.
                 // Unless its PortStateChange was set: then something changed since the
                 // last look cleared it.
-                let known = !(self.fresh.contains(&s) && !self.dirty.contains(&s))
+                let new_change = self.fresh.contains(&s) && !self.dirty.contains(&s);
+                let known = !new_change
                     && f.node_ports(s).any(|p| {
                         f.port(p).remote.is_none()
                             && m.former_peer(p).is_some()
