@@ -352,14 +352,32 @@ impl Checker {
         }
     }
 
+    /// Before a step: a pending check whose settling time passes before anything else
+    /// happens is run now (the state will not change until then).
+    pub(super) fn before_step(&mut self, d: &mut SimDriver, case: &Case) {
+        let Some((_, _, at, _)) = self.pending else {
+            return;
+        };
+        if d.next_deadline().is_none_or(|t| t >= at + SETTLE) {
+            self.run_pending(d, case);
+        }
+    }
+
     /// The check a sweep left pending, once it is clear that nothing followed it.
     fn pending_check(&mut self, d: &mut SimDriver, case: &Case) {
-        let Some((id, faults_at, at, repair)) = self.pending else {
+        let Some((_, _, at, _)) = self.pending else {
             return;
         };
         if d.now() < at + SETTLE {
             return;
         }
+        self.run_pending(d, case);
+    }
+
+    fn run_pending(&mut self, d: &mut SimDriver, case: &Case) {
+        let Some((id, faults_at, at, repair)) = self.pending else {
+            return;
+        };
         self.pending = None;
         let master = sm_of(d, id).is_some_and(|sm| sm.sm_state() == SmState::Master);
         if d.sim.faults_run() != faults_at || !master {

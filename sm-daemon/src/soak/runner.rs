@@ -118,6 +118,7 @@ fn inner(case: &Case, limits: &Limits, wall: Instant) -> Outcome {
     let mut steps = 0u64;
     while d.now() < case.run_for {
         let before = d.now();
+        ck.before_step(&mut d, case);
         if !d.step() {
             break;
         }
