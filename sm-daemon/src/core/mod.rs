@@ -312,6 +312,11 @@ pub(crate) enum Purpose {
         num: u8,
         on: bool,
     },
+    /// A block of the forwarding table a switch holds, read by a new master.
+    ReadLft {
+        node: NodeIdx,
+        block: u16,
+    },
     // Between sweeps.
     /// By LID where the plan routes the SM's switch to the switch's LID, else by directed
     /// route (`direct`: up*/down* ranks may leave such a pair unrouted). A read by LID
@@ -415,9 +420,22 @@ enum Phase {
     Idle,
     Light(Light),
     Discover(Box<discover::Discovery>),
+    /// A new master reads the forwarding tables the switches hold (another SM's, or this
+    /// one's before a restart) before it plans: it keeps the routes it finds wherever they
+    /// are legal, and sends only the blocks that differ.
+    ReadTables(HeldTables),
     /// A repair looking at what the gathered traps are about.
     Repair(Box<repair::Repair>),
     Program(Programming),
+}
+
+/// The tables a new master reads, by switch GUID (index = LID; 255 where a block went
+/// unanswered).
+#[derive(Debug, Default)]
+pub(crate) struct HeldTables {
+    pub(crate) tables: std::collections::HashMap<Guid, Vec<u8>>,
+    /// Blocks read, by switch GUID, to mark them held once planned.
+    pub(crate) read: std::collections::HashMap<Guid, Vec<u16>>,
 }
 
 /// The sweep under way (or the last one).
@@ -1317,6 +1335,7 @@ impl Sm {
                     self.on_discovered(now, d);
                 }
                 Phase::Program(pg) => self.next_stage(now, pg),
+                Phase::ReadTables(h) => self.plan_and_program_with(now, Some(h)),
                 Phase::Repair(mut r) => {
                     let found = match (&self.model, &self.plan) {
                         (Some(m), Some(plan)) => r.conclude(m, plan),
@@ -1537,9 +1556,49 @@ impl Sm {
 
     fn plan_and_program(&mut self, now: Instant) {
         self.leave_out_unhealthy(now);
+        // A master with no plan of its own (new, or taking over) first reads what the
+        // switches hold, where they hold anything: another SM's routes, kept where legal,
+        // move nothing on a takeover.
+        if self.plan.is_none() && self.p.sticky_routes {
+            if let Some(m) = &self.model {
+                let mut reads = Vec::new();
+                for n in m.fabric.switches().filter(|&n| m.present(n)) {
+                    let top = m.nodes[n].switch_info.map_or(0, |si| si.linear_fdb_top.0);
+                    if top == 0 || top > Lid::MAX_UNICAST.0 {
+                        continue;
+                    }
+                    for block in 0..=top / sm_mad::lft::ENTRIES as u16 {
+                        reads.push(Work::get(
+                            Purpose::ReadLft { node: n, block },
+                            attr::LINEAR_FORWARDING_TABLE,
+                            u32::from(block),
+                            Target::Node(n),
+                        ));
+                    }
+                }
+                if !reads.is_empty() {
+                    tracing::info!(blocks = reads.len(), "reading the tables the switches hold");
+                    self.queue.extend(reads);
+                    self.phase = Phase::ReadTables(HeldTables::default());
+                    return;
+                }
+            }
+        }
+        self.plan_and_program_with(now, None);
+    }
+
+    fn plan_and_program_with(&mut self, now: Instant, held: Option<HeldTables>) {
         let Some(m) = &self.model else { return };
         let whole = std::mem::take(&mut self.reroute);
-        let planned = plan::plan(m, &mut self.lids, &self.p, self.plan.as_deref(), whole);
+        let found = held.as_ref().map(|h| &h.tables);
+        let planned = plan::plan(
+            m,
+            &mut self.lids,
+            &self.p,
+            self.plan.as_deref(),
+            whole,
+            found,
+        );
         let new = match planned {
             Ok(p) => p,
             Err(e) => {
@@ -1575,6 +1634,22 @@ impl Sm {
         }
         self.plan = Some(Arc::new(new));
         self.reconcile_held();
+        // Blocks read just now that are what the plan wants need no Set.
+        if let (Some(h), Some(plan)) = (&held, &self.plan) {
+            for (guid, blocks) in &h.read {
+                let (Some(n), Some(t)) = (plan.fabric.node_by_guid(*guid), h.tables.get(guid))
+                else {
+                    continue;
+                };
+                for &b in blocks {
+                    let at = usize::from(b) * sm_mad::lft::ENTRIES;
+                    let want = plan.lft_block(n, usize::from(b));
+                    if want.is_some_and(|w| t.get(at..at + w.len()) == Some(&w[..])) {
+                        self.held.lft_stored(*guid, usize::from(b));
+                    }
+                }
+            }
+        }
         self.phase = Phase::Program(Programming::new(Stage::Settings));
     }
 
@@ -1929,6 +2004,8 @@ impl Sm {
             }
             // A port may claim IsSM without an SM answering: no candidate, no error.
             Purpose::SmInfo { .. } => return,
+            // A block not read is not kept: the plan's goes there.
+            Purpose::ReadLft { .. } => return,
             Purpose::SetPhys { guid, num, on } => {
                 tracing::warn!(%guid, port = num, on, "PortPhysicalState Set unanswered");
                 if !on {
@@ -1986,6 +2063,25 @@ impl Sm {
         }
         match purpose {
             Purpose::Election { why, to } => self.on_election_answer(now, why, to, s),
+            Purpose::ReadLft { node, block } => {
+                let (Phase::ReadTables(h), Some(m), true) = (&mut self.phase, &self.model, ok)
+                else {
+                    return;
+                };
+                if let Ok(b) = s.attribute::<sm_mad::lft::Repr>() {
+                    let guid = m.fabric.node(node).guid;
+                    let t = h.tables.entry(guid).or_default();
+                    let n = sm_mad::lft::ENTRIES;
+                    let at = usize::from(block) * n;
+                    if t.len() < at + n {
+                        t.resize(at + n, sm_core::dump::NO_ROUTE);
+                    }
+                    for (slot, p) in t[at..at + n].iter_mut().zip(b.port_block) {
+                        *slot = p.0;
+                    }
+                    h.read.entry(guid).or_default().push(block);
+                }
+            }
             Purpose::LightSwitchInfo {
                 lid,
                 node,

@@ -279,12 +279,16 @@ impl Plan {
 /// repair does, and routes moved off links that work again go back; else the engine it used
 /// routes the whole fabric, keeping every route that is still legal where it is. A fault
 /// never changes the engine.
+///
+/// `held`: the tables the switches hold, as a new master read them: with no previous plan
+/// the engine keeps their routes wherever they are legal.
 pub fn plan(
     d: &Discovered,
     lids: &mut LidStore,
     p: &Params,
     previous: Option<&Plan>,
     whole: bool,
+    held: Option<&std::collections::HashMap<sm_mad::Guid, Vec<u8>>>,
 ) -> Result<Plan, PlanError> {
     let mut fabric = d.fabric.clone();
     let before = lids.clone();
@@ -310,7 +314,7 @@ pub fn plan(
     };
 
     let t0 = p.stopwatch.map(|f| f());
-    let routed = route(d, &fabric, p, previous)?;
+    let routed = route(d, &fabric, p, previous, held)?;
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -601,6 +605,7 @@ fn route(
     fabric: &Fabric,
     p: &Params,
     previous: Option<&Plan>,
+    held: Option<&std::collections::HashMap<sm_mad::Guid, Vec<u8>>>,
 ) -> Result<Routed, PlanError> {
     let mut sw_of = IdxVec::filled(OptIdx::NONE, fabric.nodes().len());
     if fabric.switches().next().is_none() {
@@ -651,6 +656,15 @@ fn route(
                 sm_routing::PreviousTables::from_tables(guids, pl.lfts.clone()).with_wanted(wanted),
             )
         });
+        if opts.previous.is_none() {
+            opts.previous = held.filter(|h| !h.is_empty()).map(|h| {
+                let (guids, tables): (Vec<sm_mad::Guid>, Vec<LftTable>) = h
+                    .iter()
+                    .map(|(&g, t)| (g, LftTable::from(t.clone())))
+                    .unzip();
+                Arc::new(sm_routing::PreviousTables::from_tables(guids, tables))
+            });
+        }
     }
     let chain = match sm_routing::route_chain(&p.routing, &topo, &opts) {
         Err(RouteError::ChainExhausted(why)) => {
@@ -1150,7 +1164,7 @@ fn rerouted(
         routing: same_engine(&p.routing, &prev.engine_used),
         ..p.clone()
     };
-    let routed = route(d, &fabric, p, Some(prev))?;
+    let routed = route(d, &fabric, p, Some(prev), None)?;
     let routing_time = match (t0, p.stopwatch) {
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
@@ -1510,7 +1524,7 @@ mod tests {
     fn every_end_port_gets_a_lid_a_route_and_its_settings() {
         let d = discovered(fat_tree());
         let p = Params::default();
-        let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
+        let plan = plan(&d, &mut LidStore::new(), &p, None, false, None).expect("a plan");
         let f = &plan.fabric;
         let lids = end_lids(&plan);
         let expected = f.switches().count() + f.cas().count();
@@ -1561,12 +1575,12 @@ mod tests {
         let d = discovered(fat_tree());
         let p = Params::default();
         let mut store = LidStore::new();
-        let a = plan(&d, &mut store, &p, None, false).expect("a plan");
-        let b = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
+        let a = plan(&d, &mut store, &p, None, false, None).expect("a plan");
+        let b = plan(&d, &mut LidStore::new(), &p, None, false, None).expect("a plan");
         assert_eq!(end_lids(&a), end_lids(&b));
         assert_eq!(a.lfts, b.lfts);
         // Again with the store and the previous plan: nothing moves.
-        let c = plan(&d, &mut store, &p, Some(&a), false).expect("a plan");
+        let c = plan(&d, &mut store, &p, Some(&a), false, None).expect("a plan");
         assert!(!c.lids_changed);
         assert_eq!(end_lids(&a), end_lids(&c));
         assert_eq!(a.lfts, c.lfts);
@@ -1583,18 +1597,26 @@ mod tests {
                 d.fabric.port_mut(q).lid = pi.lid;
             }
         }
-        let kept = plan(&d, &mut LidStore::new(), &Params::default(), None, false).expect("a plan");
+        let kept = plan(
+            &d,
+            &mut LidStore::new(),
+            &Params::default(),
+            None,
+            false,
+            None,
+        )
+        .expect("a plan");
         assert!(end_lids(&kept).iter().all(|(_, l)| l.0 >= 1000));
         let p = Params {
             reassign_lids: true,
             ..Params::default()
         };
-        let fresh = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
+        let fresh = plan(&d, &mut LidStore::new(), &p, None, false, None).expect("a plan");
         assert!(end_lids(&fresh).iter().all(|(_, l)| l.0 < 1000));
         // A later plan of the same run keeps what the first gave.
         let mut store = LidStore::new();
-        let first = plan(&d, &mut store, &p, None, false).expect("a plan");
-        let second = plan(&d, &mut store, &p, Some(&first), false).expect("a plan");
+        let first = plan(&d, &mut store, &p, None, false, None).expect("a plan");
+        let second = plan(&d, &mut store, &p, Some(&first), false, None).expect("a plan");
         assert_eq!(end_lids(&first), end_lids(&second));
     }
 
@@ -1618,7 +1640,7 @@ mod tests {
             m_key_lease_period: 60,
             ..Params::default()
         };
-        let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
+        let plan = plan(&d, &mut LidStore::new(), &p, None, false, None).expect("a plan");
         for (q, w) in plan.settings.iter_enumerated() {
             let Some(w) = w else { continue };
             if d.is_end_port(q) {
@@ -1639,7 +1661,8 @@ mod tests {
             force_link_speed: 0,
             ..Params::default()
         };
-        let plan = super::plan(&d, &mut LidStore::new(), &no_force, None, false).expect("a plan");
+        let plan =
+            super::plan(&d, &mut LidStore::new(), &no_force, None, false, None).expect("a plan");
         assert_eq!(plan.settings[slow].expect("known").link_speed_enabled, 1);
     }
 
@@ -1662,7 +1685,7 @@ mod tests {
                 force_link_speed_ext: fse,
                 ..Params::default()
             };
-            let plan = plan(&d, &mut LidStore::new(), &p, None, false).expect("a plan");
+            let plan = plan(&d, &mut LidStore::new(), &p, None, false, None).expect("a plan");
             let at = |q: PortIdx| plan.settings[q].expect("known").link_speed_ext_enabled;
             (at(fast), at(plain))
         };
@@ -1693,6 +1716,7 @@ mod tests {
             &Params::default(),
             None,
             false,
+            None,
         )
         .expect("a plan without switches");
         assert!(plan.lfts.is_empty());
