@@ -319,10 +319,14 @@ pub fn plan(
         (Some(t0), Some(f)) => Duration::from_nanos(f().saturating_sub(t0)),
         _ => Duration::ZERO,
     };
-    let (churn, displaced) = match previous {
+    let (churn, mut displaced) = match previous {
         Some(pl) => churn(pl, &fabric, &routed.switches, &routed.routes.lft),
         None => Default::default(),
     };
+    if whole {
+        // Another routing: the ports entries had before a fault are no home to go back to.
+        displaced.clear();
+    }
 
     let own_lid = fabric.port(fabric.lid_port(d.own)).lid;
     let mut settings = port_settings(d, &fabric, own_lid, p);

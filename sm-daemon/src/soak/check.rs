@@ -108,7 +108,8 @@ impl Snapshot {
         let mut lfts = HashMap::new();
         for n in f.switches() {
             let node = sim.node(n);
-            if !node.alive {
+            // A switch that does not answer holds what nobody can change: not the SM's.
+            if !node.alive || node.silent {
                 continue;
             }
             if let Some(s) = &node.switch {
@@ -237,11 +238,11 @@ impl Checker {
             self.reloads_seen += 1;
             if let Ok(applied) = &r.outcome {
                 if applied.contains(&"routing") {
+                    // Entries moved by another routing are the operator's doing.
                     self.routing_reloaded = true;
+                    self.last = None;
+                    self.home.clear();
                 }
-                // Moved entries after a reload are the operator's doing.
-                self.last = None;
-                self.home.clear();
             } else if let Err(e) = &r.outcome {
                 let detail = format!("reload {}: {e}", r.file);
                 self.violate("reload-refused", d.now(), detail);
