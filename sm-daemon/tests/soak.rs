@@ -37,6 +37,68 @@ fn saved_cases_replay_with_no_invariant_broken() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// Seeds of fabrics up to 256 hosts (every family), each drawing its own configuration
+/// and 5 to 50 events: a regression guard that runs in seconds. `ibsm soak` runs any
+/// other seeds (docs/TESTING.md, docs/RELIABILITY.md).
+const CI_SEEDS: [u64; 26] = [
+    1, 5, 9, 13, 18, 21, 38, 47, 51, 58, 59, 79, 82, 91, 94, 108, 115, 128, 146, 150, 161, 171,
+    174, 178, 181, 199,
+];
+
+#[test]
+fn fixed_seeds_break_no_invariant() {
+    let o = DrawOptions {
+        max_hosts: 256,
+        ..DrawOptions::default()
+    };
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for seed in CI_SEEDS {
+        let case = soak::draw(seed, &o);
+        let out = soak::run(&case, &Limits::default());
+        checked += out.checked;
+        if !out.passed() {
+            bad.push(format!(
+                "seed {seed} ({}): replay with `ibsm soak --seed {seed} --max-hosts 256`{}",
+                case.summary,
+                failures(&out)
+            ));
+        }
+    }
+    assert!(checked > 100, "only {checked} settled states checked");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn a_table_broken_behind_the_sms_back_is_found() {
+    use sm_sim::scenario::{Action, Event, NodeRef};
+    let o = DrawOptions {
+        max_hosts: 256,
+        ..DrawOptions::default()
+    };
+    let mut case = soak::draw(CI_SEEDS[0], &o);
+    assert!(soak::run(&case, &Limits::default()).passed());
+    // Nobody reaches LID 1 any more, and no trap tells the SM.
+    let at = case.run_for - 10_000_000_000;
+    for n in case.fabric.switches() {
+        case.schedule.events.push(Event {
+            line: 0,
+            at,
+            action: Action::SetLft {
+                node: NodeRef::Guid(case.fabric.node(n).guid),
+                lid: 1,
+                port: 255,
+            },
+        });
+    }
+    let out = soak::run(&case, &Limits::default());
+    assert!(
+        out.broken().contains(&"reachability"),
+        "{:?}",
+        out.violations
+    );
+}
+
 #[test]
 fn a_case_saved_reads_back_the_same() {
     let case = soak::draw(7, &DrawOptions::default());

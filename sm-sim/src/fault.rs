@@ -104,6 +104,7 @@ impl Sim {
                 self.check_node(*from)?;
                 self.check_node(*to)
             }
+            Action::SetLft { node, .. } => self.check_node(*node),
             Action::Recable { from, to } => {
                 self.check_cable_port(*from)?;
                 self.check_cable_port(*to)?;
@@ -181,6 +182,14 @@ impl Sim {
                 let _ = self.recable(from, to);
             }
             Action::CloneGuid { from, to } => self.clone_guid(from, to),
+            Action::SetLft { node, lid, port } => {
+                if let Some(sw) = self.nodes[node.idx()].switch.as_deref_mut() {
+                    let block = usize::from(lid) / 64;
+                    let mut b = sw.lft_block(block);
+                    b[usize::from(lid) % 64] = port;
+                    sw.set_lft_block(block, &b);
+                }
+            }
             Action::Fault { target, param } => self.modify_faults(&target, |f| match param {
                 FaultParam::Loss(p) => f.loss = p,
                 FaultParam::Duplicate(p) => f.duplicate = p,
@@ -631,6 +640,11 @@ impl Names {
             Action::Recable { from, to } => Action::Recable {
                 from: self.port(sim, from)?,
                 to: self.port(sim, to)?,
+            },
+            Action::SetLft { node, lid, port } => Action::SetLft {
+                node: self.node(node)?,
+                lid: *lid,
+                port: *port,
             },
             Action::CloneGuid { from, to } => Action::CloneGuid {
                 from: self.node(from)?,

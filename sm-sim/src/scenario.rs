@@ -45,6 +45,7 @@
 //! | `slow NODE TIME` | the node's agent answers TIME later than normal (`0` ends it) |
 //! | `stubborn NODE [off]` | the node's agent answers PortInfo Sets but keeps LinkSpeedEnabled and M_KeyLeasePeriod (as ibsim's agents do) |
 //! | `recable PORT PORT` | the cable at the first port is moved to the second: its old peer and the second port's old peer (if any) lose their links, the two ports link and train to INIT |
+//! | `set-lft NODE LID PORT` | the switch's forwarding entry for LID is overwritten with PORT (255 clears it), behind the SM's back (a rogue SM, a corrupted table): nothing traps |
 //! | `clone-guid NODE NODE` | the second node's agent answers with the first's GUIDs from then on (NodeGUID, SystemImageGUID, and each port's PortGUID by port number; a switch's ports all carry its GUID), as a card flashed with another's image does; a GUID two nodes then answer with names the first of them in the fabric file |
 //! | `loss P [TARGET]` | probability that a MAD is lost |
 //! | `duplicate P [TARGET]` | probability that a MAD is delivered twice |
@@ -161,6 +162,12 @@ pub enum Action<N = NodeRef, P = PortRef> {
         from: P,
         to: P,
     },
+    /// A switch's forwarding entry for `lid` overwritten with `port`, behind the SM's back.
+    SetLft {
+        node: N,
+        lid: u16,
+        port: u8,
+    },
     /// Node `to` answers with the GUIDs of node `from` (a cloned or mis-flashed device).
     CloneGuid {
         from: N,
@@ -256,6 +263,7 @@ impl std::fmt::Display for Action {
             Action::Remove(n) => write!(f, "remove {n}"),
             Action::Unplug(n) => write!(f, "unplug {n}"),
             Action::CloneGuid { from, to } => write!(f, "clone-guid {from} {to}"),
+            Action::SetLft { node, lid, port } => write!(f, "set-lft {node} {lid} {port}"),
             Action::Plug(n) => write!(f, "plug {n}"),
             Action::Silent { node, on } => {
                 write!(f, "silent {node}{}", if *on { "" } else { " off" })
@@ -811,6 +819,18 @@ fn parse_line(text: &str) -> Result<Option<(Nanos, Action)>, Kind> {
             from: l.node()?,
             to: l.node()?,
         },
+        "set-lft" => {
+            let node = l.node()?;
+            let w = l.word("a LID")?;
+            let lid = w
+                .parse::<u16>()
+                .ok()
+                .filter(|&l| l > 0 && l < 0xc000)
+                .ok_or(Kind::BadCount(w))?;
+            let w = l.word("a port")?;
+            let port = w.parse::<u8>().map_err(|_| Kind::BadCount(w))?;
+            Action::SetLft { node, lid, port }
+        }
         "loss" => {
             let p = l.prob()?;
             Action::Fault {
@@ -1253,10 +1273,11 @@ mod tests {
             at 9s service "h"[1] 0x11
             at 123457ns link-down 0x10[2]
             at 10s clone-guid "host 1" 0x5
+            at 11s set-lft "leaf 0" 17 255
             "#;
         let a = Scenario::parse("a", text).unwrap();
         let b = Scenario::parse("b", &a.to_text()).unwrap();
-        assert_eq!(a.events.len(), 34);
+        assert_eq!(a.events.len(), 35);
         for (x, y) in a.events.iter().zip(&b.events) {
             assert_eq!((x.at, &x.action), (y.at, &y.action), "{}", a.to_text());
         }
