@@ -1152,6 +1152,7 @@ impl Sim {
             if port.info.port_physical_state == PhysPortState::LinkUp
                 && phys != PhysPortState::LinkUp
             {
+                port.link_downs += 1;
                 // LinkDownedCounter stops at its maximum.
                 let c = &mut port.counters.link_downed;
                 *c = c.saturating_add(1);

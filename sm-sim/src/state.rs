@@ -109,6 +109,10 @@ pub struct SimPort {
     /// Client reregistration requests received (PortInfo Sets with ClientReregister on an
     /// end port): each tells the host's SA clients to register again.
     pub reregistrations: u32,
+    /// Times this port's link went down since power-on of the simulation: a count no
+    /// management packet clears (LinkDownedCounter can be), for tests that must know
+    /// whether a link bounced between two looks.
+    pub link_downs: u64,
     /// The port's PortCounters, as its performance management agent answers them (they
     /// stop at their maximum, as the hardware's do).
     pub counters: sm_mad::perf::Repr,
@@ -294,6 +298,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             lease: Lease::default(),
             faults: None,
             reregistrations: 0,
+            link_downs: 0,
         };
         ports.push(port);
     }

@@ -101,6 +101,8 @@ impl Windows {
 #[derive(Debug, Clone, Default)]
 struct Snapshot {
     lfts: HashMap<NodeIdx, Vec<u8>>,
+    /// Per port, the times its link went down so far.
+    downs: Vec<u64>,
 }
 
 impl Snapshot {
@@ -116,7 +118,33 @@ impl Snapshot {
                 lfts.insert(n, s.lft.clone());
             }
         }
-        Snapshot { lfts }
+        let downs = (0..f.ports().len())
+            .map(|p| sim.port(PortIdx(p as u32)).link_downs)
+            .collect();
+        Snapshot { lfts, downs }
+    }
+
+    /// Whether the path this snapshot's tables give from switch `n` to `lid` leaves by a
+    /// port whose link went down by the time of `now` (it may be up again: a fast flap).
+    fn bounced_on_path(&self, now: &Snapshot, f: &Fabric, n: NodeIdx, lid: usize) -> bool {
+        let mut at = n;
+        for _ in 0..64 {
+            let e = self.entry(at, lid);
+            if e == 255 || e == 0 {
+                return false;
+            }
+            let Some(q) = f.port_of(at, e) else {
+                return false;
+            };
+            if self.downs.get(q.idx()) != now.downs.get(q.idx()) {
+                return true;
+            }
+            let Some(r) = f.port(q).remote else {
+                return false;
+            };
+            at = f.port(r).node;
+        }
+        false
     }
 
     fn entry(&self, n: NodeIdx, lid: usize) -> u8 {
@@ -153,7 +181,10 @@ pub(super) struct Checker {
     /// The switches' tables at the last settled check.
     last: Option<Snapshot>,
     /// Each entry's port before faults moved it: where a restored entry goes back.
-    home: HashMap<(NodeIdx, u16), u8>,
+    home: HashMap<NodeIdx, Vec<u8>>,
+    /// Ports entries were forced off (a link lost under them): going back to one is a
+    /// restoration too.
+    forced_off: HashMap<(NodeIdx, u16), Vec<u8>>,
     /// Each port's first LID (by port GUID; switches by node GUID).
     lids: HashMap<Guid, Lid>,
     /// The engine the master last used, and who the master was.
@@ -191,6 +222,7 @@ impl Checker {
             started: HashMap::new(),
             last: None,
             home: HashMap::new(),
+            forced_off: HashMap::new(),
             lids: HashMap::new(),
             engine: None,
             routing_reloaded: false,
@@ -242,6 +274,7 @@ impl Checker {
                     self.routing_reloaded = true;
                     self.last = None;
                     self.home.clear();
+                    self.forced_off.clear();
                 }
             } else if let Err(e) = &r.outcome {
                 let detail = format!("reload {}: {e}", r.file);
@@ -320,6 +353,17 @@ impl Checker {
             self.exposed = r.paths_exposed > 0;
         }
         self.engine_check(now, id, r);
+        // Entries are judged as each sweep leaves them: a move forced by a link that is
+        // back by the time things settle (a fast flap) was still forced.
+        if let Some(sm) = sm_of(d, id) {
+            let unhealthy: HashSet<(Guid, u8)> = sm
+                .unhealthy_ports()
+                .into_iter()
+                .map(|u| (u.node, u.port))
+                .collect();
+            let tracer = Tracer::new(&d.sim);
+            self.churn_check(&d.sim, &tracer, &case.fabric, &unhealthy, now);
+        }
         let lossy = self.windows.lossy(began.saturating_sub(S), now);
         if !r.heavy && !lossy {
             // The Sets it made, and the reads of the switches it looked at: IB says a
@@ -497,7 +541,7 @@ impl Checker {
             }
         }
         self.lids_check(&d.sim, f, &comp, now);
-        self.reach_check(&d.sim, &tracer, f, &comp, now);
+        self.reach_check(&d.sim, &tracer, f, &comp, &unhealthy, now);
         let engine = plan.engine_used.clone();
         if matches!(engine.as_str(), "updn" | "ftree" | "layered") && !self.exposed {
             self.credit_check(&d.sim, &tracer, f, plan, &comp, now);
@@ -553,14 +597,28 @@ impl Checker {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn reach_check(
         &mut self,
         sim: &Sim,
         tracer: &Tracer<'_>,
         f: &Fabric,
         comp: &HashSet<NodeIdx>,
+        unhealthy: &HashSet<(Guid, u8)>,
         now: Nanos,
     ) {
+        // An end port in the subnet: its link is up to a node the SM reaches, and not
+        // one the SM took out as unhealthy.
+        let usable = |p: PortIdx| {
+            let sp = sim.port(p);
+            sp.remote.is_some_and(|r| {
+                comp.contains(&f.port(r).node)
+                    && sim.port(r).info.port_physical_state == PhysPortState::LinkUp
+                    && !unhealthy.contains(&(f.node(f.port(r).node).guid, f.port(r).num))
+            }) && sp.info.port_physical_state == PhysPortState::LinkUp
+                && comp.contains(&f.port(p).node)
+                && !unhealthy.contains(&(f.node(f.port(p).node).guid, f.port(p).num))
+        };
         // Every end port the SM can reach must be in the subnet.
         for &n in comp {
             if f.node(n).kind == NodeKind::Switch {
@@ -568,9 +626,7 @@ impl Checker {
             }
             for p in f.node_ports(n) {
                 let sp = sim.port(p);
-                let linked = sp.remote.is_some_and(|r| comp.contains(&f.port(r).node))
-                    && sp.info.port_physical_state == PhysPortState::LinkUp;
-                if linked && (sp.info.lid.0 == 0 || sp.info.port_state != PortState::Active) {
+                if usable(p) && (sp.info.lid.0 == 0 || sp.info.port_state != PortState::Active) {
                     let detail = format!(
                         "{} ({}) is reachable but has LID {} and state {:?}",
                         f.port(p).guid,
@@ -592,7 +648,7 @@ impl Checker {
             let Some(src) = f.port_by_guid(fl.src_guid) else {
                 continue;
             };
-            let src_in = comp.contains(&f.port(src).node);
+            let src_in = usable(src);
             if fl.why.reason() == DropReason::Loop && src_in {
                 let detail = format!("{} -> LID {}: {}", fl.src_guid, fl.dst_lid, fl.why);
                 self.violate("no-forwarding-loop", now, detail);
@@ -601,7 +657,7 @@ impl Checker {
             let Some(dst) = tracer.owner(fl.dst_lid) else {
                 continue;
             };
-            if !src_in || !comp.contains(&f.port(dst).node) {
+            if !src_in || !usable(dst) {
                 continue;
             }
             if matches!(
@@ -701,33 +757,46 @@ impl Checker {
         now: Nanos,
     ) {
         let snap = Snapshot::take(sim, f);
-        let Some(prev) = self.last.replace(snap.clone()) else {
-            for (&n, t) in &snap.lfts {
-                for (lid, &e) in t.iter().enumerate() {
-                    if e != 255 {
-                        self.home.entry((n, lid as u16)).or_insert(e);
-                    }
+        // Each entry's first port seen (255: none yet).
+        for (&n, t) in &snap.lfts {
+            let home = self.home.entry(n).or_default();
+            if home.len() < t.len() {
+                home.resize(t.len(), 255);
+            }
+            for (h, &e) in home.iter_mut().zip(t) {
+                if *h == 255 {
+                    *h = e;
                 }
             }
+        }
+        let Some(prev) = self.last.replace(snap) else {
+            return;
+        };
+        let Some(snap) = self.last.as_ref() else {
             return;
         };
         let (mut moved, mut forced, mut restored, mut free) = (0u64, 0u64, 0u64, Vec::new());
         for (&n, t) in &snap.lfts {
-            for (lid, &new) in t.iter().enumerate() {
-                if new == 255 || lid == 0 {
-                    continue;
-                }
-                let key = (n, lid as u16);
-                let old = prev.entry(n, lid);
-                let home = *self.home.entry(key).or_insert(new);
-                if old == 255 || old == new {
+            let (Some(old_t), Some(home_t)) = (prev.lfts.get(&n), self.home.get(&n)) else {
+                continue;
+            };
+            for (lid, ((&new, &old), &home)) in t.iter().zip(old_t).zip(home_t).enumerate() {
+                if new == 255 || lid == 0 || old == 255 || old == new {
                     continue;
                 }
                 moved += 1;
-                if new == home {
+                let key = (n, lid as u16);
+                let left = self.forced_off.get(&key);
+                if new == home || left.is_some_and(|l| l.contains(&new)) {
                     restored += 1;
-                } else if !delivers(sim, tracer, f, unhealthy, &prev, n, lid) {
+                } else if prev.bounced_on_path(snap, f, n, lid)
+                    || !delivers(sim, tracer, f, unhealthy, &prev, n, lid)
+                {
                     forced += 1;
+                    let l = self.forced_off.entry(key).or_default();
+                    if !l.contains(&old) {
+                        l.push(old);
+                    }
                 } else {
                     free.push((n, lid, old, new));
                 }
