@@ -29,6 +29,11 @@ pub struct Options {
     /// neighbour: when a link fails and the trap of the end whose route crossed it dies
     /// with it, the SM has few ports to read at the other end.
     pub sm_lid: Option<Lid>,
+    /// The roots the tables in `previous` were ranked from (up/down). Where `roots` is
+    /// empty, detection keeps these while they are still switches of the fabric and still
+    /// give every pair a legal path: a fault that shifts a detection threshold (a host
+    /// gone, a link down) must not re-rank the fabric and so move routes that still work.
+    pub keep_roots: Vec<Guid>,
 }
 
 /// Forwarding tables by switch GUID (index = LID), as an SM last programmed them.

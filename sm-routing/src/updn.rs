@@ -58,6 +58,8 @@ pub enum RootSource {
     Histogram,
     /// The most central switch.
     Center,
+    /// The roots of the tables held before ([`Options::keep_roots`]).
+    Kept,
 }
 
 /// Roots and ranks of a fabric, as up/down routing sees it.
@@ -97,6 +99,11 @@ pub(crate) fn chosen(
     topo: &Topo<'_>,
     opts: &Options,
 ) -> Result<(Ranking, Dirs, Labels), RouteError> {
+    if opts.roots.is_empty()
+        && let Some(kept) = kept_ranking(topo, &opts.keep_roots)
+    {
+        return Ok(kept);
+    }
     let ranking = ranking(topo, &opts.roots).map_err(|reason| RouteError::NotApplicable {
         engine: "updn",
         reason,
@@ -119,6 +126,32 @@ pub(crate) fn chosen(
         return Ok((ranking, dirs, labels));
     }
     Ok((ranking, dirs, labels))
+}
+
+/// The ranking from the roots the tables were made with, where those still rank the fabric
+/// as well as detection would: at least one of them is still a switch here, together they
+/// reach every switch with CAs, and every pair of those has a legal path.
+fn kept_ranking(topo: &Topo<'_>, keep: &[Guid]) -> Option<(Ranking, Dirs, Labels)> {
+    if keep.is_empty() {
+        return None;
+    }
+    let mut want = keep.to_vec();
+    want.sort_unstable();
+    let roots: Vec<SwIdx> = (0..topo.num_switches() as u32)
+        .map(SwIdx)
+        .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
+        .collect();
+    if roots.is_empty() {
+        return None;
+    }
+    let rank = bfs_ranks(topo, &roots);
+    let ranking = Ranking {
+        roots,
+        rank,
+        source: RootSource::Kept,
+    };
+    let (dirs, labels) = label(topo, &ranking);
+    ca_switches_reach_all(topo, &labels).then_some((ranking, dirs, labels))
 }
 
 fn label(topo: &Topo<'_>, ranking: &Ranking) -> (Dirs, Labels) {
@@ -236,7 +269,10 @@ fn center_of(topo: &Topo<'_>, hops: &crate::topo::HopMatrix, cas: &[u32]) -> SwI
                 continue;
             }
             ecc = ecc.max(h);
-            sum += u64::from(h) * u64::from(cas[t]);
+            // Switches with CAs count once, however many: a host plugged or gone must
+            // not move the root (and with it every route) of a fabric that is otherwise
+            // the same.
+            sum += u64::from(h) * u64::from(cas[t] > 0);
         }
         let cand = (ecc, sum, topo.guid(s), s);
         if best.is_none_or(|b| (cand.0, cand.1, cand.2) < (b.0, b.1, b.2)) {

@@ -604,6 +604,19 @@ fn link_vls(d: &Discovered, fabric: &Fabric, max_op_vls: u8) -> u8 {
     vls
 }
 
+/// The switches a plan's up/down ranking is rooted at (none for other rules).
+fn kept_roots(pl: &Plan) -> Vec<sm_mad::Guid> {
+    match &pl.rule {
+        sm_routing::Rule::UpDown { rank, .. } => rank
+            .iter()
+            .zip(&pl.switches)
+            .filter(|&(&r, _)| r == 0)
+            .map(|(_, &n)| pl.fabric.node(n).guid)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn route(
     d: &Discovered,
     fabric: &Fabric,
@@ -660,6 +673,7 @@ fn route(
                 sm_routing::PreviousTables::from_tables(guids, pl.lfts.clone()).with_wanted(wanted),
             )
         });
+        opts.keep_roots = previous.map(kept_roots).unwrap_or_default();
         if opts.previous.is_none() {
             opts.previous = held.filter(|h| !h.is_empty()).map(|h| {
                 let (guids, tables): (Vec<sm_mad::Guid>, Vec<LftTable>) = h
