@@ -2580,8 +2580,42 @@ impl Sm {
                 self.reregistered.remove(&m.fabric.port(q).guid);
             }
         }
+        // A node back that the last heavy sweep did not see has no port facts: what is
+        // behind it is unknown, and only a discovery finds it.
+        let unknown_back = reached.back.iter().any(|&n| {
+            m.fabric.node_ports(n).any(|q| {
+                m.fabric.port(q).num > 0
+                    && match &m.ports[q].info {
+                        None => true,
+                        Some(pi) => {
+                            m.fabric.port(q).remote.is_none()
+                                && pi.port_physical_state == PhysPortState::LinkUp
+                        }
+                    }
+            })
+        });
+        if unknown_back {
+            self.trigger
+                .get_or_insert_with(|| "a node back whose links are not in the model".into());
+            self.sweep.again = true;
+        }
         for &n in &reached.back {
             tracing::info!(node = %m.fabric.node(n).guid, desc = %m.fabric.node(n).description, "back");
+            // Every link it has trained again while it was out of reach: both ends are
+            // in INIT, whatever the model last read of them before it went.
+            for q in m.fabric.node_ports(n).collect::<Vec<_>>() {
+                let far = m.fabric.port(q).remote;
+                for e in std::iter::once(q).chain(far) {
+                    if read.contains(&e) {
+                        continue;
+                    }
+                    if let Some(pi) = m.ports[e].info.as_mut()
+                        && matches!(pi.port_state, PortState::Armed | PortState::Active)
+                    {
+                        pi.port_state = PortState::Init;
+                    }
+                }
+            }
         }
         // A port that claims an SM is back: which is master is for the election to say,
         // after this repair (OpenSM asks every such port's SMInfo when it sweeps).

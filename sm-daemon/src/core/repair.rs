@@ -798,7 +798,7 @@ impl Repair {
             self.rest = lone;
             if self.queue.is_empty() && self.rest.is_empty() && !self.orphans_read {
                 self.orphans_read = true;
-                self.read_orphans(m, plan);
+                self.read_orphans(m);
             }
             if !self.queue.is_empty() {
                 return None;
@@ -863,11 +863,11 @@ impl Repair {
     /// A switch that did not trap, across two or more links found down (or trained
     /// again: it may be back already), has likely gone dark (a reboot, a power loss): its
     /// other neighbours whose traps went to the SM through it could not tell us their
-    /// side. Their ports facing it are read, along routes around it. (One link down says
+    /// side, and the others' may come late. Their ports facing it are read, along routes
+    /// around it. (One link down says
     /// nothing of the switch behind it.)
-    fn read_orphans(&mut self, m: &Discovered, plan: &Plan) {
+    fn read_orphans(&mut self, m: &Discovered) {
         let f = &m.fabric;
-        let sm_lid = usize::from(m.own_lid().0);
         let mut lost: HashMap<NodeIdx, usize> = HashMap::new();
         for (&p, pi) in &self.reads {
             // Down, or trained again: it may be back already.
@@ -897,13 +897,12 @@ impl Repair {
             for q in f.node_ports(x) {
                 let Some(r) = f.port(q).remote else { continue };
                 let y = f.port(r).node;
+                // Every neighbour that has not spoken: its trap may have gone through
+                // the dark switch, or be late; a port read costs one SMP, a switch
+                // thought still linked costs a whole re-routing.
                 let silenced = m.is_switch(y)
                     && (!self.trapped.contains(&y) || self.doomed.contains(&y))
-                    && !self.reads.contains_key(&r)
-                    && plan
-                        .lft(y)
-                        .and_then(|l| l.get(sm_lid))
-                        .is_some_and(|e| e == f.port(r).num);
+                    && !self.reads.contains_key(&r);
                 if silenced {
                     ask.push((y, r));
                 }
