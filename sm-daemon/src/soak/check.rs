@@ -945,14 +945,12 @@ impl Checker {
             // The last ask of a fabric with partitions tries a P_Key the source lacks.
             let foreign = if k == 3 {
                 let held = |p: PortIdx, k: u16| {
-                    d.sim
-                        .port(p)
-                        .pkeys
+                    pkeys_of(&d.sim, p)
                         .iter()
                         .any(|h| h.0 & 0x7fff == k && h.0 & 0x7fff != 0)
                 };
                 ends.iter()
-                    .flat_map(|&p| d.sim.port(p).pkeys.iter().map(|h| h.0 & 0x7fff))
+                    .flat_map(|&p| pkeys_of(&d.sim, p).into_iter().map(|h| h.0 & 0x7fff))
                     .filter(|&k| k != 0)
                     .find(|&k| !held(src, k))
                     .map(|k| PKey(k | 0x8000))
@@ -1112,6 +1110,15 @@ fn guids_in(text: &str) -> impl Iterator<Item = Guid> + '_ {
 
 /// The PathRecord a source should get for a destination, from the traced path: (SL, MTU,
 /// rate) codes, or `None` when the packet is not delivered.
+/// The P_Keys a port holds: a table never set reads as the power-up one (the default
+/// P_Key alone).
+fn pkeys_of(sim: &Sim, p: PortIdx) -> Vec<PKey> {
+    match &sim.port(p).pkeys {
+        k if k.is_empty() => vec![PKey(0xffff)],
+        k => k.clone(),
+    }
+}
+
 fn expected_path(
     sim: &Sim,
     f: &Fabric,
@@ -1130,14 +1137,14 @@ fn expected_path(
         .port_by_guid(f.port(src).guid)
         .and_then(|q| plan.path_sl(q, dlid))
         .unwrap_or(0);
-    let shared =
-        sim.port(src).pkeys.iter().find(|k| {
-            k.0 & 0x7fff != 0
-                && sim.port(dst).pkeys.iter().any(|h| {
-                    h.0 & 0x7fff == k.0 & 0x7fff && (h.0 & 0x8000 != 0 || k.0 & 0x8000 != 0)
-                })
-        })?;
-    let path = tracer.trace(slid, dlid, Sl(sl), *shared).ok()?;
+    let dst_keys = pkeys_of(sim, dst);
+    let shared = pkeys_of(sim, src).into_iter().find(|k| {
+        k.0 & 0x7fff != 0
+            && dst_keys
+                .iter()
+                .any(|h| h.0 & 0x7fff == k.0 & 0x7fff && (h.0 & 0x8000 != 0 || k.0 & 0x8000 != 0))
+    })?;
+    let path = tracer.trace(slid, dlid, Sl(sl), shared).ok()?;
     let mut mtu = u8::MAX;
     let mut rate = sm_mad::link::Rate::Gbps2_5;
     let mut first = true;
