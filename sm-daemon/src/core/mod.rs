@@ -2601,6 +2601,8 @@ impl Sm {
         }
         for &n in &reached.back {
             tracing::info!(node = %m.fabric.node(n).guid, desc = %m.fabric.node(n).description, "back");
+            // What it held before it went is not known to be held now (a power cycle).
+            self.held.forget_tables(m.fabric.node(n).guid);
             // Every link it has trained again while it was out of reach: both ends are
             // in INIT, whatever the model last read of them before it went.
             for q in m.fabric.node_ports(n).collect::<Vec<_>>() {

@@ -1056,14 +1056,19 @@ fn repair_on(
     };
     let displaced = displace(&prev.displaced, &moved);
     let mut settings = settings_for(prev, d, &fabric, ports, p);
-    let (tables, table_vls) = tables_for_vls(
-        prev,
-        d,
-        &fabric,
-        &mut settings,
-        p,
-        sl.as_ref().map(|t| t.max() + 1),
-    );
+    let vls = sl.as_ref().map(|t| t.max() + 1);
+    let (tables, table_vls, pkeys) = if back.is_empty() {
+        let (tables, table_vls) = tables_for_vls(prev, d, &fabric, &mut settings, p, vls);
+        (tables, table_vls, prev.pkeys.clone())
+    } else {
+        // Nodes back may have missed a change of partitions (or of their own tables)
+        // while away, and the last plan may not know them: their tables are made again.
+        let vls = vls.max(prev.table_vls);
+        let mut all: IdxVec<PortIdx, Option<port_info::Repr>> = settings.iter().cloned().collect();
+        let (tables, pkeys) = tables(d, &fabric, &mut all, p, vls);
+        settings = all.into();
+        (Arc::new(tables), vls, Arc::new(pkeys))
+    };
     let plan = Plan {
         lfts,
         engine: prev.engine,
@@ -1084,7 +1089,7 @@ fn repair_on(
         settings,
         tables,
         table_vls,
-        pkeys: prev.pkeys.clone(),
+        pkeys,
         deps: Arc::new(Mutex::new(deps)),
         fabric,
     };
