@@ -260,12 +260,16 @@ fn center(topo: &Topo<'_>) -> SwIdx {
 
 fn center_of(topo: &Topo<'_>, hops: &crate::topo::HopMatrix, cas: &[u32]) -> SwIdx {
     let n = topo.num_switches();
-    let mut best: Option<(u8, u64, Guid, SwIdx)> = None;
+    // (switches it does not reach, eccentricity, hop sum, GUID): a switch cut off from
+    // the rest (one the SM keeps while it is away) is nobody's centre.
+    let mut best: Option<((usize, u8, u64, Guid), SwIdx)> = None;
     for s in (0..n as u32).map(SwIdx) {
         let mut ecc = 0u8;
         let mut sum = 0u64;
+        let mut unreached = 0usize;
         for (t, &h) in hops.to(s).iter().enumerate() {
             if h == u8::MAX {
+                unreached += 1;
                 continue;
             }
             ecc = ecc.max(h);
@@ -274,10 +278,10 @@ fn center_of(topo: &Topo<'_>, hops: &crate::topo::HopMatrix, cas: &[u32]) -> SwI
             // the same.
             sum += u64::from(h) * u64::from(cas[t] > 0);
         }
-        let cand = (ecc, sum, topo.guid(s), s);
-        if best.is_none_or(|b| (cand.0, cand.1, cand.2) < (b.0, b.1, b.2)) {
-            best = Some(cand);
+        let key = (unreached, ecc, sum, topo.guid(s));
+        if best.is_none_or(|b| key < b.0) {
+            best = Some((key, s));
         }
     }
-    best.map_or(SwIdx(0), |b| b.3)
+    best.map_or(SwIdx(0), |b| b.1)
 }

@@ -228,6 +228,11 @@ impl Programming {
                         continue;
                     };
                     self.cursor = Cursor::Switches(i + 1);
+                    // A node out of reach (kept while it is away) gets nothing: every Set
+                    // would only time out.
+                    if c.model.absent.contains(&node) {
+                        continue;
+                    }
                     if let Some(data) = switch_info(c, node) {
                         report.switch_info_sets += 1;
                         return Some(Work::set(
@@ -252,7 +257,7 @@ impl Programming {
                         };
                         continue;
                     };
-                    if block as usize >= c.plan.lft_blocks(n) {
+                    if block as usize >= c.plan.lft_blocks(n) || c.model.absent.contains(&n) {
                         self.cursor = Cursor::Lft {
                             node: node + 1,
                             block: 0,
@@ -301,6 +306,9 @@ impl Programming {
                         continue;
                     };
                     self.cursor = Cursor::Tables(i + 1);
+                    if c.model.absent.contains(&f.port(tb.port).node) {
+                        continue;
+                    }
                     if let Some(s) = scope {
                         if !s.all_tables && s.whole.binary_search(&f.port(tb.port).node).is_err() {
                             continue;
