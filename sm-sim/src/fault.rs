@@ -385,6 +385,7 @@ impl Sim {
         let node = &mut self.nodes[n.idx()];
         node.alive = true;
         node.silent = false;
+        node.power_ups += 1;
         if kind == NodeKind::Switch {
             node.switch = Some(Box::new(new_switch()));
         }

@@ -52,6 +52,8 @@ pub struct SimNode {
     pub extra_delay: u64,
     /// Faults on every SMP this node's agent receives or sends.
     pub faults: Option<Box<crate::Faults>>,
+    /// Times it powered up again (a reboot, a plug): what it held was lost each time.
+    pub power_ups: u32,
 }
 
 /// What a port is built as: the values it comes back to at power-up.
@@ -269,6 +271,7 @@ pub(crate) fn build(fabric: &Fabric) -> (Vec<SimNode>, Vec<SimPort>) {
             stubborn: false,
             extra_delay: 0,
             faults: None,
+            power_ups: 0,
         });
     }
     let mut ports = Vec::with_capacity(fabric.ports().len());

@@ -208,6 +208,8 @@ pub(super) struct Checker {
     master: Option<usize>,
     /// Ports out of a new master's reach when it took over: their LIDs may change.
     blind: HashSet<Guid>,
+    /// Each node's power-ups at the last settled check.
+    boots: Vec<u32>,
     /// A layered repair left paths exposed (a credit loop on the SLs hosts hold is then
     /// expected until they ask again).
     exposed: bool,
@@ -236,6 +238,7 @@ impl Checker {
             pending: None,
             master: None,
             blind: HashSet::new(),
+            boots: Vec::new(),
             exposed: false,
         }
     }
@@ -529,8 +532,15 @@ impl Checker {
             // A new master knows only the LIDs it can read: ports out of its reach now may
             // come back with other LIDs (a standby keeps no copy of the master's store).
             self.master = Some(master);
+            // So are ports that lost their LIDs in a power cycle since the last check:
+            // the new master may never have seen what they held.
+            let cycled = |n: NodeIdx| {
+                self.boots
+                    .get(n.idx())
+                    .is_some_and(|&b| b != d.sim.node(n).power_ups)
+            };
             for port in f.ports().iter() {
-                if port.exists && !comp.contains(&port.node) {
+                if port.exists && (!comp.contains(&port.node) || cycled(port.node)) {
                     let g = if f.node(port.node).kind == NodeKind::Switch {
                         f.node(port.node).guid
                     } else {
@@ -540,6 +550,9 @@ impl Checker {
                 }
             }
         }
+        self.boots = (0..f.nodes().len())
+            .map(|n| d.sim.node(NodeIdx(n as u32)).power_ups)
+            .collect();
         self.lids_check(&d.sim, f, &comp, now);
         self.reach_check(&d.sim, &tracer, f, &comp, &unhealthy, now);
         let engine = plan.engine_used.clone();
