@@ -860,8 +860,8 @@ impl Repair {
         Some(self.found(m, plan))
     }
 
-    /// A switch that did not trap, across two or more links found down (or trained
-    /// again: it may be back already), has likely gone dark (a reboot, a power loss): its
+    /// A switch that did not trap, across two or more links found down (or half of its
+    /// links to switches; or trained again: it may be back already), has likely gone dark (a reboot, a power loss): its
     /// other neighbours whose traps went to the SM through it could not tell us their
     /// side, and the others' may come late. Their ports facing it are read, along routes
     /// around it. (One link down says
@@ -881,9 +881,22 @@ impl Repair {
                 }
             }
         }
+        // Two links lost, or half of its links to switches: with so few left, a switch
+        // still thought linked by the rest strands routes (and costs a re-routing) if it
+        // is in fact gone, while a read of its other neighbours' ports costs a few SMPs.
+        let switch_links = |x: NodeIdx| {
+            f.node_ports(x)
+                .filter(|&q| {
+                    f.port(q).num != 0
+                        && f.port(q)
+                            .remote
+                            .is_some_and(|r| m.is_switch(f.port(r).node))
+                })
+                .count()
+        };
         let dark: BTreeSet<NodeIdx> = lost
             .into_iter()
-            .filter(|&(_, n)| n >= 2)
+            .filter(|&(x, n)| n >= 2 || 2 * n >= switch_links(x))
             .map(|(x, _)| x)
             .collect();
         let down: BTreeSet<PortIdx> = self
