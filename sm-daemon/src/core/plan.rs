@@ -368,6 +368,59 @@ pub fn plan(
     })
 }
 
+/// `prev` with `extra` (switches new in `f`, after every node `prev` knew) among its
+/// switches, their tables empty: a repair then routes them and the LIDs behind them, and
+/// every route that works stays. Under up*/down* a new switch ranks one below its
+/// highest-ranked neighbour, so the order stays total (and the routes deadlock-free).
+fn with_switches(prev: &Plan, f: &Fabric, extra: &[NodeIdx]) -> Plan {
+    let mut out = prev.clone();
+    // Its switches index this fabric (what was there before is `prev`'s to tell).
+    out.fabric = f.clone();
+    let width = usize::from(prev.max_lid.0) + 1;
+    for &n in extra {
+        out.switches.push(n);
+        out.lfts.push(LftTable::from(vec![lft::NO_ROUTE.0; width]));
+    }
+    let mut sw_of = IdxVec::filled(OptIdx::NONE, f.nodes().len());
+    for (i, &n) in out.switches.iter().enumerate() {
+        sw_of[n] = OptIdx::some(SwIdx(i as u32));
+    }
+    out.sw_of = sw_of;
+    if let sm_routing::Rule::UpDown { rank, .. } = &mut out.rule {
+        let first = rank.len();
+        let bottom = rank
+            .iter()
+            .copied()
+            .filter(|&r| r != u32::MAX)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        rank.resize(out.switches.len(), u32::MAX);
+        // New switches may hang off each other: settle in a few passes.
+        for _ in 0..extra.len() {
+            for i in first..out.switches.len() {
+                let n = out.switches[i];
+                let best = f
+                    .node_ports(n)
+                    .filter_map(|q| f.port(q).remote)
+                    .filter_map(|r| out.sw_of[f.port(r).node].get())
+                    .map(|s| rank[s.idx()])
+                    .filter(|&r| r != u32::MAX)
+                    .min();
+                if let Some(r) = best {
+                    rank[i] = rank[i].min(r + 1);
+                }
+            }
+        }
+        for r in &mut rank[first..] {
+            if *r == u32::MAX {
+                *r = bottom;
+            }
+        }
+    }
+    out
+}
+
 /// The engine chain from the engine `used` on: a sweep after a fault routes with the
 /// engine the fabric was routed with (`auto` resolved once), falling back only as the chain
 /// would.
@@ -400,16 +453,30 @@ fn keep(
 ) -> Result<Option<Plan>, PlanError> {
     use super::repair::LinkChange;
     let (pf, f) = (&prev.fabric, &fabric);
+    // Switches new since `prev` (laid out after the nodes it knew).
+    let extra: Vec<NodeIdx> = f
+        .switches()
+        .filter(|n| n.idx() >= pf.nodes().len())
+        .collect();
     let aligned = !prev.lfts.is_empty()
         && f.nodes().len() >= pf.nodes().len()
         && pf.nodes().iter().enumerate().all(|(i, n)| {
             let now = f.node(NodeIdx(i as u32));
             now.guid == n.guid && now.num_ports == n.num_ports
         })
-        && f.switches().count() == prev.switches.len();
+        && f.switches().count() == prev.switches.len() + extra.len()
+        // Layers are not extended to a new switch: the engine routes it whole.
+        && (extra.is_empty() || !matches!(prev.rule, sm_routing::Rule::Layered));
     if !aligned {
         return Ok(None);
     }
+    let extended;
+    let prev = if extra.is_empty() {
+        prev
+    } else {
+        extended = with_switches(prev, f, &extra);
+        &extended
+    };
     // What changed since `prev`, in their shared indices.
     let mut changes = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -431,13 +498,14 @@ fn keep(
             }
         }
     }
-    // Nodes back from being cut off: their tables are checked whole.
+    // Nodes back from being cut off, and new switches: their tables are checked whole.
     let back: Vec<NodeIdx> = (0..pf.nodes().len() as u32)
         .map(NodeIdx)
         .filter(|&n| {
             pf.node_ports(n).all(|q| pf.port(q).remote.is_none())
                 && f.node_ports(n).any(|q| f.port(q).remote.is_some())
         })
+        .chain(extra.iter().copied())
         .collect();
     let (mut plan, repaired) = repair_on(prev, d, fabric, &changes, &[], &back, p)?;
     let own_lid = plan.fabric.port(plan.fabric.lid_port(d.own)).lid;
