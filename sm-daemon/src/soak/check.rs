@@ -52,6 +52,11 @@ struct Windows {
     sm_changes: Vec<Nanos>,
     /// Hosts plugged in with another's GUIDs: (time, original, copy).
     clones: Vec<(Nanos, Guid, Guid)>,
+    /// Nodes whose agent answers again (a silence ended): (time, GUID). Nothing tells the
+    /// SM; its next light sweep finds them.
+    woke: Vec<(Nanos, Guid)>,
+    /// The sweep interval the case starts with.
+    interval: Nanos,
 }
 
 impl Windows {
@@ -79,13 +84,35 @@ impl Windows {
                     from: NodeRef::Guid(a),
                     to: NodeRef::Guid(b),
                 } => w.clones.push((e.at, *a, *b)),
+                Action::Silent {
+                    node: NodeRef::Guid(g),
+                    on: false,
+                } => w.woke.push((e.at, *g)),
                 _ => {}
             }
         }
         if let Some(from) = loss_from {
             w.loss.push((from, Nanos::MAX));
         }
+        w.interval = case
+            .config
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once('=')?;
+                (k.trim() == "sweep_interval_ms").then(|| v.trim().parse::<u64>().ok())?
+            })
+            .unwrap_or(10_000)
+            * 1_000_000;
         w
+    }
+
+    /// Nodes that woke from a silence too recently for a light sweep to have found them.
+    fn waking(&self, f: &Fabric, now: Nanos) -> HashSet<NodeIdx> {
+        self.woke
+            .iter()
+            .filter(|&&(t, _)| t <= now && now < t + self.interval + SETTLE)
+            .filter_map(|&(_, g)| f.node_by_guid(g))
+            .collect()
     }
 
     fn lossy(&self, from: Nanos, to: Nanos) -> bool {
@@ -185,6 +212,8 @@ pub(super) struct Checker {
     /// Ports entries were forced off (a link lost under them): going back to one is a
     /// restoration too.
     forced_off: HashMap<(NodeIdx, u16), Vec<u8>>,
+    /// Switches a routing reload could not reach: their first new table is the reload's.
+    owed: HashSet<NodeIdx>,
     /// Each port's first LID (by port GUID; switches by node GUID).
     lids: HashMap<Guid, Lid>,
     /// The engine the master last used, and who the master was.
@@ -225,6 +254,7 @@ impl Checker {
             last: None,
             home: HashMap::new(),
             forced_off: HashMap::new(),
+            owed: HashSet::new(),
             lids: HashMap::new(),
             engine: None,
             routing_reloaded: false,
@@ -278,6 +308,16 @@ impl Checker {
                     self.last = None;
                     self.home.clear();
                     self.forced_off.clear();
+                    // So are the tables of switches it cannot program yet (silent, or
+                    // down): whenever they are programmed again.
+                    self.owed = case
+                        .fabric
+                        .switches()
+                        .filter(|&n| {
+                            let x = d.sim.node(n);
+                            !x.alive || x.silent || x.unplugged
+                        })
+                        .collect();
                 }
             } else if let Err(e) = &r.outcome {
                 let detail = format!("reload {}: {e}", r.file);
@@ -517,7 +557,8 @@ impl Checker {
             .into_iter()
             .map(|u| (u.node, u.port))
             .collect();
-        let mut comp = component(&d.sim, f, sm_port, &unhealthy);
+        let waking = self.windows.waking(f, now);
+        let mut comp = component(&d.sim, f, sm_port, &unhealthy, &waking);
         // Two devices with one GUID: the SM keeps one and leaves the other out.
         for &(at, a, b) in &self.windows.clones {
             if at <= now {
@@ -789,10 +830,17 @@ impl Checker {
             return;
         };
         let (mut moved, mut forced, mut restored, mut free) = (0u64, 0u64, 0u64, Vec::new());
+        let mut paid = Vec::new();
         for (&n, t) in &snap.lfts {
             let (Some(old_t), Some(home_t)) = (prev.lfts.get(&n), self.home.get(&n)) else {
                 continue;
             };
+            if self.owed.contains(&n) {
+                if t != old_t {
+                    paid.push(n);
+                }
+                continue;
+            }
             for (lid, ((&new, &old), &home)) in t.iter().zip(old_t).zip(home_t).enumerate() {
                 if new == 255 || lid == 0 || old == 255 || old == new {
                     continue;
@@ -813,6 +861,13 @@ impl Checker {
                 } else {
                     free.push((n, lid, old, new));
                 }
+            }
+        }
+        for n in paid {
+            self.owed.remove(&n);
+            // Its new table is where its entries live now.
+            if let (Some(t), Some(h)) = (snap.lfts.get(&n), self.home.get_mut(&n)) {
+                h.clone_from(t);
             }
         }
         self.out.lft_moved += moved;
@@ -1090,7 +1145,7 @@ impl Checker {
             .into_iter()
             .map(|u| (u.node, u.port))
             .collect();
-        let comp = component(&d.sim, f, sm_port, &unhealthy);
+        let comp = component(&d.sim, f, sm_port, &unhealthy, &self.windows.waking(f, now));
         for (_, a, b) in self.windows.clones.clone() {
             let (Some(na), Some(nb)) = (f.node_by_guid(a), f.node_by_guid(b)) else {
                 continue;
@@ -1194,10 +1249,11 @@ fn component(
     f: &Fabric,
     from: PortIdx,
     unhealthy: &HashSet<(Guid, u8)>,
+    waking: &HashSet<NodeIdx>,
 ) -> HashSet<NodeIdx> {
     let usable = |n: NodeIdx| {
         let x = sim.node(n);
-        x.alive && !x.silent && !x.removed && !x.unplugged
+        x.alive && !x.silent && !x.removed && !x.unplugged && !waking.contains(&n)
     };
     let start = f.port(from).node;
     let mut seen = HashSet::new();
