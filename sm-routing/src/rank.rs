@@ -228,12 +228,32 @@ fn farthest_from(topo: &Topo<'_>, leaves: &[SwIdx]) -> Result<Vec<SwIdx>, String
 /// from [`Options::roots`] (the leaf rank is then the first compute node's).
 fn shape(topo: &Topo<'_>, cn: Vec<bool>, roots: &[SwIdx], given: bool) -> Result<Tree, String> {
     let n = topo.num_switches();
-    let rank = bfs_ranks(topo, roots);
-    if let Some(s) = (0..n as u32).map(SwIdx).find(|s| rank[s.idx()] == u32::MAX) {
+    let mut rank = bfs_ranks(topo, roots);
+    // A switch with no link and no CA (one an SM keeps while it is away) is outside the
+    // tree: nothing passes it. It sits at the leaf rank, with no routes to give.
+    let cas_on: Vec<bool> = {
+        let mut v = vec![false; n];
+        for d in topo.dests.iter().filter(|d| d.kind != NodeKind::Switch) {
+            v[d.sw.idx()] = true;
+        }
+        v
+    };
+    let isolated = |s: SwIdx| topo.adj(s).is_empty() && !cas_on[s.idx()];
+    if let Some(s) = (0..n as u32)
+        .map(SwIdx)
+        .find(|&s| rank[s.idx()] == u32::MAX && !isolated(s))
+    {
         return Err(format!(
             "switch {} is not connected to the roots",
             sw_name(topo, s)
         ));
+    }
+    let outside: Vec<SwIdx> = (0..n as u32)
+        .map(SwIdx)
+        .filter(|s| rank[s.idx()] == u32::MAX)
+        .collect();
+    for s in &outside {
+        rank[s.idx()] = 0;
     }
     let first_cn = topo
         .dests
@@ -271,6 +291,9 @@ fn shape(topo: &Topo<'_>, cn: Vec<bool>, roots: &[SwIdx], given: bool) -> Result
                 sw_name(topo, s)
             ));
         }
+    }
+    for s in &outside {
+        rank[s.idx()] = leaf_rank;
     }
     let levels = leaf_rank + 1;
     if !(2..=MAX_LEVELS).contains(&levels) {

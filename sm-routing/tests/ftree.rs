@@ -213,3 +213,37 @@ fn compute_nodes_on_any_leaves_route_every_pair() {
         }
     }
 }
+
+#[test]
+fn a_switch_with_no_link_and_no_ca_does_not_stop_the_tree() {
+    // What an SM keeps of a switch while it is away: the node, its LID, no link.
+    let (mut f, _) = ftree(&GenSpec::FatTree3(FatTree3::new(4)));
+    let spec = sm_core::fabric::NodeSpec {
+        kind: NodeKind::Switch,
+        guid: sm_mad::Guid(0x0002_00ff_0000_0001),
+        system_guid: sm_mad::Guid(0x0002_00ff_0000_0001),
+        description: "away".into(),
+        num_ports: 4,
+        vendor_id: 0,
+        device_id: 0,
+        revision: 0,
+        enhanced_port0: false,
+        port_guids: None,
+    };
+    let n = f.add_node(spec).unwrap();
+    let p0 = f.port_of(n, 0).unwrap();
+    let top = f.ports().iter().map(|p| p.lid.0).max().unwrap_or(0);
+    f.port_mut(p0).lid = sm_mad::Lid(top + 1);
+    let topo = Topo::new(&f).unwrap();
+    let r = engine("ftree")
+        .unwrap()
+        .route(&topo, &Options::default())
+        .expect("the tree is still a tree");
+    // Every CA still reaches every CA, as fast as before.
+    for d in topo.dests.iter().filter(|d| d.kind == NodeKind::Ca) {
+        for s in common::ca_switches(&topo) {
+            walk(&topo, &r, s, d.base_lid).unwrap();
+        }
+    }
+    assert_eq!(max_shift_load(&topo, &r), 1);
+}

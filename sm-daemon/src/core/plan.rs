@@ -779,6 +779,9 @@ fn route(
     for (i, &n) in topo.switches.iter().enumerate() {
         sw_of[n] = OptIdx::some(SwIdx(i as u32));
     }
+    if !chain.fallbacks.is_empty() {
+        tracing::debug!(fallbacks = ?chain.fallbacks, engine = chain.routes.engine, "engine chain fell back");
+    }
     if let Some(m) = &chain.routes.method {
         tracing::info!(engine = chain.routes.engine, method = %m, "routed");
     }
