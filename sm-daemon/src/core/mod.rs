@@ -2708,6 +2708,7 @@ impl Sm {
         self.sweep.report.looked_at = switches
             .iter()
             .chain(&reached.back)
+            .chain(&r.dark)
             .map(|&n| m.fabric.node(n).guid.to_string())
             .collect();
         let mcast_trees = !reached.back.is_empty()

@@ -168,6 +168,8 @@ pub(super) struct Repair {
     failed: Option<String>,
     /// Whether the neighbours silenced by a switch gone dark were looked for.
     orphans_read: bool,
+    /// Silent switches across a link found down, whose other neighbours were read.
+    pub(super) dark: BTreeSet<NodeIdx>,
     /// Ports whose PortInfo, or the NodeInfo across them, went unanswered (a route that
     /// crossed a link going down meanwhile): what they would have told is left out, and
     /// their switches are looked at again by the next repair.
@@ -234,6 +236,7 @@ impl Repair {
             cut_at: HashMap::new(),
             failed: None,
             orphans_read: false,
+            dark: BTreeSet::new(),
             unanswered: Vec::new(),
         };
         for n in cut_off {
@@ -860,12 +863,10 @@ impl Repair {
         Some(self.found(m, plan))
     }
 
-    /// A switch that did not trap, across two or more links found down (or half of its
-    /// links to switches; or trained again: it may be back already), has likely gone dark (a reboot, a power loss): its
-    /// other neighbours whose traps went to the SM through it could not tell us their
-    /// side, and the others' may come late. Their ports facing it are read, along routes
-    /// around it. (One link down says
-    /// nothing of the switch behind it.)
+    /// A switch that did not trap, across a link found down (or trained again: it may be
+    /// back already), may have gone dark (a reboot, a power loss): its other neighbours
+    /// whose traps went to the SM through it could not tell us their side, and the others'
+    /// may come late. Their ports facing it are read, along routes around it.
     fn read_orphans(&mut self, m: &Discovered) {
         let f = &m.fabric;
         let mut lost: HashMap<NodeIdx, usize> = HashMap::new();
@@ -881,24 +882,11 @@ impl Repair {
                 }
             }
         }
-        // Two links lost, or half of its links to switches: with so few left, a switch
-        // still thought linked by the rest strands routes (and costs a re-routing) if it
-        // is in fact gone, while a read of its other neighbours' ports costs a few SMPs.
-        let switch_links = |x: NodeIdx| {
-            f.node_ports(x)
-                .filter(|&q| {
-                    f.port(q).num != 0
-                        && f.port(q)
-                            .remote
-                            .is_some_and(|r| m.is_switch(f.port(r).node))
-                })
-                .count()
-        };
-        let dark: BTreeSet<NodeIdx> = lost
-            .into_iter()
-            .filter(|&(x, n)| n >= 2 || 2 * n >= switch_links(x))
-            .map(|(x, _)| x)
-            .collect();
+        // Any link lost: the switch is dark, or its trap died on the way. Its other
+        // neighbours' ports facing it tell which, at one SMP a link; a switch thought
+        // still linked when it is gone strands routes and costs a re-routing.
+        let dark: BTreeSet<NodeIdx> = lost.into_keys().collect();
+        self.dark = dark.clone();
         let down: BTreeSet<PortIdx> = self
             .reads
             .iter()
@@ -910,12 +898,11 @@ impl Repair {
             for q in f.node_ports(x) {
                 let Some(r) = f.port(q).remote else { continue };
                 let y = f.port(r).node;
-                // Every neighbour that has not spoken: its trap may have gone through
-                // the dark switch, or be late; a port read costs one SMP, a switch
-                // thought still linked costs a whole re-routing.
-                let silenced = m.is_switch(y)
-                    && (!self.trapped.contains(&y) || self.doomed.contains(&y))
-                    && !self.reads.contains_key(&r);
+                // Every port facing it not read yet: a neighbour's trap may have gone
+                // through it, or be late, and one that trapped may have been read only
+                // up to another change. A port read costs one SMP; a switch thought
+                // still linked when it is gone costs a whole re-routing.
+                let silenced = m.is_switch(y) && !self.reads.contains_key(&r);
                 if silenced {
                     ask.push((y, r));
                 }
