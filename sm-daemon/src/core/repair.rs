@@ -801,7 +801,7 @@ impl Repair {
             self.rest = lone;
             if self.queue.is_empty() && self.rest.is_empty() && !self.orphans_read {
                 self.orphans_read = true;
-                self.read_orphans(m);
+                self.read_orphans(m, plan);
             }
             if !self.queue.is_empty() {
                 return None;
@@ -863,13 +863,17 @@ impl Repair {
         Some(self.found(m, plan))
     }
 
-    /// A switch that did not trap, across a link found down (or trained again: it may be
+    /// A switch that did not trap, across links found down (or trained again: it may be
     /// back already), may have gone dark (a reboot, a power loss): its other neighbours
     /// whose traps went to the SM through it could not tell us their side, and the others'
-    /// may come late. Their ports facing it are read, along routes around it.
-    fn read_orphans(&mut self, m: &Discovered) {
+    /// may come late. Their ports facing it are read, along routes around it. One lost link
+    /// on the switch's own way to the SM explains its silence (its trap died there); two,
+    /// half of its switch links, or a silence nothing explains, make it a suspect.
+    fn read_orphans(&mut self, m: &Discovered, plan: &Plan) {
         let f = &m.fabric;
-        let mut lost: HashMap<NodeIdx, usize> = HashMap::new();
+        let sm_lid = usize::from(m.own_lid().0);
+        // Per silent switch: links lost, and whether one is its way to the SM.
+        let mut lost: HashMap<NodeIdx, (usize, bool)> = HashMap::new();
         for (&p, pi) in &self.reads {
             // Down, or trained again: it may be back already.
             let changed = !is_up(pi) || bounced(m, p, pi);
@@ -878,14 +882,31 @@ impl Repair {
                 // One that trapped counts too if it cannot be reached (its traps left
                 // it before its last links went).
                 if m.is_switch(x) && (!self.trapped.contains(&x) || self.doomed.contains(&x)) {
-                    *lost.entry(x).or_default() += 1;
+                    let to_sm = plan
+                        .lft(x)
+                        .and_then(|l| l.get(sm_lid))
+                        .is_some_and(|e| e == f.port(r).num);
+                    let e = lost.entry(x).or_default();
+                    e.0 += 1;
+                    e.1 |= to_sm;
                 }
             }
         }
-        // Any link lost: the switch is dark, or its trap died on the way. Its other
-        // neighbours' ports facing it tell which, at one SMP a link; a switch thought
-        // still linked when it is gone strands routes and costs a re-routing.
-        let dark: BTreeSet<NodeIdx> = lost.into_keys().collect();
+        let switch_links = |x: NodeIdx| {
+            f.node_ports(x)
+                .filter(|&q| {
+                    f.port(q).num != 0
+                        && f.port(q)
+                            .remote
+                            .is_some_and(|r| m.is_switch(f.port(r).node))
+                })
+                .count()
+        };
+        let dark: BTreeSet<NodeIdx> = lost
+            .into_iter()
+            .filter(|&(x, (n, explained))| n >= 2 || 2 * n >= switch_links(x) || !explained)
+            .map(|(x, _)| x)
+            .collect();
         self.dark = dark.clone();
         let down: BTreeSet<PortIdx> = self
             .reads
