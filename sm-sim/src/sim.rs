@@ -264,6 +264,9 @@ pub struct Sim {
     endpoints: Vec<Endpoint>,
     /// Endpoint per port index (`u32::MAX` = none).
     ep_at: Vec<u32>,
+    /// Endpoints that take the responses of one management class at a port (port, class,
+    /// endpoint), as a kernel hands an agent the responses to what it sent.
+    clients: Vec<(PortIdx, u8, u32)>,
     pub(crate) traps: Vec<Option<PendingTrap>>,
     pub(crate) trap_tid: u64,
     pub(crate) stats: SimStats,
@@ -350,6 +353,7 @@ impl Sim {
             free: Vec::new(),
             endpoints: Vec::new(),
             ep_at: vec![u32::MAX; p],
+            clients: Vec::new(),
             traps: vec![None; n],
             trap_tid: 0x5100_0000,
             stats: SimStats::default(),
@@ -370,6 +374,19 @@ impl Sim {
         if let Some(slot) = self.ep_at.get_mut(port.idx()) {
             *slot = id.0;
         }
+        id
+    }
+
+    /// Attaches an endpoint at `port` that receives the responses of management class
+    /// `class` sent to the port, and nothing else: a client (an SA consumer) beside the
+    /// port's own endpoint (an SM), which keeps everything else.
+    pub fn attach_client(&mut self, port: PortIdx, class: u8) -> EndpointId {
+        let id = EndpointId(self.endpoints.len() as u32);
+        self.endpoints.push(Endpoint {
+            port,
+            inbox: VecDeque::new(),
+        });
+        self.clients.push((port, class, id.0));
         id
     }
 
@@ -859,7 +876,17 @@ impl Sim {
             self.count_trail(hz.trail.take(), false);
             return;
         } else {
-            match self.ep_at.get(self.listener_port(port).idx()).copied() {
+            let at = self.listener_port(port);
+            // A response of a class a client asked with goes to that client.
+            let client = (mad[3] & 0x80 != 0)
+                .then(|| {
+                    self.clients
+                        .iter()
+                        .find(|c| c.0 == at && c.1 == mad[1])
+                        .map(|c| c.2)
+                })
+                .flatten();
+            match client.or_else(|| self.ep_at.get(at.idx()).copied()) {
                 Some(ep) if ep != u32::MAX => ep,
                 _ => {
                     self.drop_on_the_way(Drop::NoListener, hz);

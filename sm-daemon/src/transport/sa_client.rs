@@ -181,7 +181,8 @@ impl SaClients {
         if let Some(&(_, ep)) = self.eps.iter().find(|(p, _)| *p == port) {
             return ep;
         }
-        let ep = sim.attach(port);
+        // Beside an SM that may run on the same port: only SA responses come here.
+        let ep = sim.attach_client(port, sm_mad::mad::MgmtClass::SubnAdm.to_raw_value());
         self.eps.push((port, ep));
         ep
     }
