@@ -1382,6 +1382,9 @@ fn run_umad(args: &mut Args, cfg: (Config, PathBuf), spec: &str) -> anyhow::Resu
             format!("--umad {spec}")
         }
     })?;
+    if port.port_guid.0 != 0 {
+        params.own_guid = params.own_guid.or(Some(port.port_guid));
+    }
     let args = &*args;
     let perf = setup.perfmgr.enabled.then(|| {
         PerfMgr::new(PerfConfig {

@@ -53,11 +53,15 @@ pub(super) struct MKeys {
 
 impl MKeys {
     pub(super) fn new(p: &Params) -> MKeys {
+        let mut neighbors = p.neighbors.clone();
+        if let Some(g) = p.own_guid {
+            neighbors.set(OWN.0, OWN.1, g);
+        }
         MKeys {
             base: p.m_key,
             per_port: p.m_key_per_port,
             held: p.m_keys.clone(),
-            neighbors: p.neighbors.clone(),
+            neighbors,
             ..MKeys::default()
         }
     }
@@ -86,10 +90,11 @@ impl MKeys {
     }
 
     /// A PortInfo answer of an end port (a CA port, a switch's port 0): the key it holds,
-    /// when the answer shows it (not hidden by protection level 1: zero with protection
-    /// bits set is no key at all).
+    /// when the answer shows one. Zero is none to remember: hidden by protection level 1,
+    /// or no key at all, which takes any key; remembered, it would be presented after
+    /// another SM with this configuration gave the port ours (a standby taking over).
     pub(super) fn learn(&mut self, holder: Guid, pi: &port_info::Repr) {
-        if pi.m_key == 0 && pi.m_key_protect_bits != 0 {
+        if pi.m_key == 0 {
             return;
         }
         self.before.remove(&holder);
@@ -107,12 +112,22 @@ impl MKeys {
     }
 
     /// An SMP to `holder` went unanswered after its retries: if a key change was on its
-    /// way, it may not have arrived, so the other key is presented next.
+    /// way, it may not have arrived, so the other key is presented next; else the key this
+    /// SM gives, if it presented another.
     pub(super) fn lost(&mut self, holder: Guid) {
         if let Some(other) = self.before.remove(&holder) {
             let cur = self.present(Some(holder));
             self.before.insert(holder, cur);
             self.changed |= self.held.set(holder, other);
+            return;
+        }
+        // Another SM with this configuration may have given it our key since we learned
+        // the one it held (a standby that read its own port before the master keyed it):
+        // ours is presented next, and the two take turns while it stays silent.
+        let (cur, want) = (self.present(Some(holder)), self.wanted(holder));
+        if cur != want {
+            self.before.insert(holder, cur);
+            self.changed |= self.held.set(holder, want);
         }
     }
 
@@ -199,9 +214,16 @@ mod tests {
         k.learn(Guid(5), &pi(0x99, 2));
         assert!(k.take_changed());
         assert_eq!(k.present(Some(Guid(5))), 0x99);
-        // No key at all is a key too (anything passes).
+        // No key at all takes any: ours is presented, so it still passes once another
+        // SM with this configuration keys the port.
         k.learn(Guid(6), &pi(0, 0));
-        assert_eq!(k.present(Some(Guid(6))), 0);
+        assert_eq!(k.present(Some(Guid(6))), derive(0x77, Guid(6)));
+        // A key learned, then silence: ours is tried next, and the two take turns.
+        k.learn(Guid(7), &pi(0x42, 3));
+        k.lost(Guid(7));
+        assert_eq!(k.present(Some(Guid(7))), derive(0x77, Guid(7)));
+        k.lost(Guid(7));
+        assert_eq!(k.present(Some(Guid(7))), 0x42);
         assert_eq!(k.holder(KeyHolder::Behind(Guid(1), 2)), None);
         assert!(k.refused(Lid(3)) && !k.refused(Lid(3)) && k.refused(Lid(4)));
         assert_eq!(k.refusals(), 3);

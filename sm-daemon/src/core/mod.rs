@@ -136,6 +136,10 @@ pub struct Params {
     /// Who is behind each port (the daemon's `neighbors`), for the key to present before
     /// discovery has read that node.
     pub neighbors: sm_core::mkey::Neighbors,
+    /// The GUID of the SM's own port, where the transport knows it (a umad port's sysfs
+    /// GUID, the simulated port): under per-port M_Keys, the key to present to the own
+    /// port before any discovery (a standby that never swept, taking over).
+    pub own_guid: Option<sm_mad::Guid>,
     /// PortInfo.LinkSpeedEnabled: 0 leaves it, 1..=7 a speed mask, 15 LinkSpeedSupported.
     pub force_link_speed: u8,
     /// PortInfo.LinkSpeedExtEnabled on ports with extended speeds: 0 leaves it, 1..=15 a
@@ -183,6 +187,7 @@ impl Default for Params {
             m_key_per_port: false,
             m_keys: Default::default(),
             neighbors: Default::default(),
+            own_guid: None,
             force_link_speed: 15,
             force_link_speed_ext: 0,
             reassign_lids: false,

@@ -125,6 +125,10 @@ impl SimDriver {
     ) -> SimDriver {
         let mut sim = Sim::new(fabric, cfg);
         let ep = sim.attach(sm_port);
+        let params = Params {
+            own_guid: params.own_guid.or(Some(fabric.port(sm_port).guid)),
+            ..params
+        };
         SimDriver {
             sim,
             template: params.clone(),
@@ -144,6 +148,10 @@ impl SimDriver {
     /// Attaches another SM at `port` (not started); returns its index in `peers`.
     pub fn add_sm(&mut self, port: PortIdx, params: Params, lids: LidStore) -> usize {
         let ep = self.sim.attach(port);
+        let params = Params {
+            own_guid: params.own_guid.or(Some(self.sim.port(port).guid)),
+            ..params
+        };
         self.peers.push(PeerSm {
             sm: Sm::new(params, lids),
             ep,
