@@ -606,7 +606,7 @@ impl Checker {
             self.balance_check(&d.sim, f, plan, now);
         }
         drop(tracer);
-        self.election_check(d, now);
+        self.election_check(d, case, now);
         self.ask_paths(d, case, &comp, master);
     }
 
@@ -949,7 +949,7 @@ impl Checker {
     }
 
     /// With no SM started or stopped for a while, exactly one SM is master.
-    fn election_check(&mut self, d: &SimDriver, now: Nanos) {
+    fn election_check(&mut self, d: &SimDriver, case: &Case, now: Nanos) {
         let quiet = 20 * S;
         if self
             .windows
@@ -959,14 +959,38 @@ impl Checker {
         {
             return;
         }
-        let masters = (0..sm_count(d))
+        let f = &case.fabric;
+        let port_of = |i: usize| match i {
+            0 => f
+                .node_by_guid(case.sm_port.0)
+                .and_then(|n| f.port_of(n, case.sm_port.1)),
+            i => d.peers.get(i - 1).map(|p| p.port),
+        };
+        let masters: Vec<PortIdx> = (0..sm_count(d))
             .filter(|&i| sm_of(d, i).is_some_and(|s| s.sm_state() == SmState::Master))
-            .count();
-        if masters != 1 {
+            .filter_map(port_of)
+            .collect();
+        // A master cut off from the others (its switch gone) rules the part it is in: one
+        // master per connected part of the fabric.
+        let none = HashSet::new();
+        let parts: Vec<HashSet<NodeIdx>> = masters
+            .iter()
+            .map(|&p| component(&d.sim, f, p, &HashSet::new(), &none))
+            .collect();
+        let shared = masters.iter().enumerate().any(|(i, &p)| {
+            parts
+                .iter()
+                .enumerate()
+                .any(|(j, part)| i != j && part.contains(&f.port(p).node))
+        });
+        if masters.is_empty() || shared {
             self.violate(
                 "one-master",
                 now,
-                format!("{masters} SMs are master with no SM started or stopped for 20 s"),
+                format!(
+                    "{} SMs are master with no SM started or stopped for 20 s",
+                    masters.len()
+                ),
             );
         }
     }
