@@ -339,12 +339,15 @@ impl<P> Requests<P> {
             }
         }
         // An unresponsive destination's other requests end now, not one timeout each.
-        let dead: Vec<u64> = self
+        let mut dead: Vec<u64> = self
             .pending
             .iter()
             .filter(|(_, p)| p.deadline.is_some() && self.is_unresponsive_at(p.dest, now))
             .map(|(&id, _)| id)
             .collect();
+        // In the order they were sent, not the map's: what is asked again next, and so
+        // a run, must not depend on hashing.
+        dead.sort_unstable();
         for id in dead {
             if let Some(p) = self.give_up(id) {
                 lost.push(p);
