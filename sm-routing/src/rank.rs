@@ -173,12 +173,7 @@ fn compute_nodes(topo: &Topo<'_>, opts: &Options) -> Result<Vec<bool>, String> {
 
 /// The switches of [`Options::roots`].
 fn given_roots(topo: &Topo<'_>, opts: &Options) -> Result<Vec<SwIdx>, String> {
-    let mut want = opts.roots.clone();
-    want.sort_unstable();
-    let found: Vec<SwIdx> = (0..topo.num_switches() as u32)
-        .map(SwIdx)
-        .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
-        .collect();
+    let found = topo.switches_named(&opts.roots);
     if found.is_empty() {
         return Err(format!(
             "none of the {} root GUID(s) names a switch of the fabric",

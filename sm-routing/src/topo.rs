@@ -219,6 +219,16 @@ impl<'f> Topo<'f> {
         self.fabric.node(self.switches[s.idx()]).guid
     }
 
+    /// The switches among `guids`, in switch order (GUIDs of no switch here are left out).
+    pub fn switches_named(&self, guids: &[Guid]) -> Vec<SwIdx> {
+        let mut want = guids.to_vec();
+        want.sort_unstable();
+        (0..self.num_switches() as u32)
+            .map(SwIdx)
+            .filter(|&s| want.binary_search(&self.guid(s)).is_ok())
+            .collect()
+    }
+
     /// The highest LID any port holds (0 when none).
     pub fn max_lid(&self) -> Lid {
         Lid(self.lid_dest.len().saturating_sub(1) as u16)

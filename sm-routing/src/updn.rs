@@ -115,15 +115,7 @@ pub(crate) fn chosen(
     {
         // Several roots can leave pairs without a legal path (two roots with nothing
         // between them at their rank); one root never does.
-        let roots = vec![center(topo)];
-        let rank = bfs_ranks(topo, &roots);
-        let ranking = Ranking {
-            roots,
-            rank,
-            source: RootSource::Center,
-        };
-        let (dirs, labels) = label(topo, &ranking);
-        return Ok((ranking, dirs, labels));
+        return Ok(rooted(topo, vec![center(topo)], RootSource::Center));
     }
     Ok((ranking, dirs, labels))
 }
@@ -135,23 +127,24 @@ fn kept_ranking(topo: &Topo<'_>, keep: &[Guid]) -> Option<(Ranking, Dirs, Labels
     if keep.is_empty() {
         return None;
     }
-    let mut want = keep.to_vec();
-    want.sort_unstable();
-    let roots: Vec<SwIdx> = (0..topo.num_switches() as u32)
-        .map(SwIdx)
-        .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
-        .collect();
+    let roots = topo.switches_named(keep);
     if roots.is_empty() {
         return None;
     }
+    let (ranking, dirs, labels) = rooted(topo, roots, RootSource::Kept);
+    ca_switches_reach_all(topo, &labels).then_some((ranking, dirs, labels))
+}
+
+/// The ranking from `roots` (breadth-first), with its labels.
+fn rooted(topo: &Topo<'_>, roots: Vec<SwIdx>, source: RootSource) -> (Ranking, Dirs, Labels) {
     let rank = bfs_ranks(topo, &roots);
     let ranking = Ranking {
         roots,
         rank,
-        source: RootSource::Kept,
+        source,
     };
     let (dirs, labels) = label(topo, &ranking);
-    ca_switches_reach_all(topo, &labels).then_some((ranking, dirs, labels))
+    (ranking, dirs, labels)
 }
 
 fn label(topo: &Topo<'_>, ranking: &Ranking) -> (Dirs, Labels) {
@@ -180,16 +173,10 @@ impl Policy for LabelPolicy<'_> {
 
 /// Chooses the roots (see the module doc) and ranks every switch.
 pub fn ranking(topo: &Topo<'_>, roots: &[Guid]) -> Result<Ranking, String> {
-    let n = topo.num_switches();
     let (roots, source) = if roots.is_empty() {
         detect_roots(topo)
     } else {
-        let mut want = roots.to_vec();
-        want.sort_unstable();
-        let found: Vec<SwIdx> = (0..n as u32)
-            .map(SwIdx)
-            .filter(|&s| want.binary_search(&topo.guid(s)).is_ok())
-            .collect();
+        let found = topo.switches_named(roots);
         if found.is_empty() {
             return Err(format!(
                 "none of the {} root GUID(s) names a switch of the fabric",
